@@ -1,0 +1,1 @@
+"""BLS12-381 fields: constants, vectorised Fr arithmetic (numba), NTTs."""

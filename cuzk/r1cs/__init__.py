@@ -1,0 +1,1 @@
+"""Circuits: file formats (.r1cs, .wtns, .sym), the pre-compiled constraint evaluator, synthesis."""
