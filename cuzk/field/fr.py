@@ -308,3 +308,36 @@ def random(n: int) -> np.ndarray:
 
 def one_mont() -> np.ndarray:
     return np.array(_ONE_M, dtype=np.uint64)
+
+
+@nb.njit(cache=True)
+def _k_prefix_products(a, pre):
+    o0, o1, o2, o3 = _ONE_M
+    for k in range(a.shape[0]):
+        pre[k, 0], pre[k, 1], pre[k, 2], pre[k, 3] = o0, o1, o2, o3
+        o0, o1, o2, o3 = mont_mul(o0, o1, o2, o3, a[k, 0], a[k, 1], a[k, 2], a[k, 3])
+    return o0, o1, o2, o3
+
+
+@nb.njit(cache=True)
+def _k_batch_inverse(a, pre, inv_total, out):
+    i0, i1, i2, i3 = inv_total[0], inv_total[1], inv_total[2], inv_total[3]
+    for k in range(a.shape[0] - 1, -1, -1):
+        out[k, 0], out[k, 1], out[k, 2], out[k, 3] = mont_mul(i0, i1, i2, i3, pre[k, 0], pre[k, 1], pre[k, 2], pre[k, 3])
+        i0, i1, i2, i3 = mont_mul(i0, i1, i2, i3, a[k, 0], a[k, 1], a[k, 2], a[k, 3])
+
+
+def batch_inverse(a: np.ndarray) -> np.ndarray:
+    """Elementwise inverse (Montgomery's trick: one field inversion for the whole vector).
+
+    Raises ZeroDivisionError if any element is zero.
+    """
+    a = np.ascontiguousarray(a)
+    pre = empty(a.shape[0])
+    total = np.array(_k_prefix_products(a, pre), dtype=np.uint64)
+    t = to_ints(total.reshape(1, 4))[0]
+    if t == 0:
+        raise ZeroDivisionError("batch_inverse of a vector containing zero")
+    out = empty(a.shape[0])
+    _k_batch_inverse(a, pre, mont_scalar(pow(t, -1, R)), out)
+    return out

@@ -123,3 +123,27 @@ class PCE:
 
     def memory_bytes(self) -> int:
         return self.A.memory_bytes() + self.B.memory_bytes() + self.C.memory_bytes()
+
+
+def transpose(m: CSR) -> CSR:
+    """The transpose (columns become rows), entries of each new row in old-row order."""
+    order = np.argsort(m.cols, kind="stable")
+    rows = np.repeat(np.arange(m.n_rows, dtype=np.uint32), np.diff(m.row_ptr))
+    row_ptr = np.zeros(m.n_cols + 1, dtype=np.int64)
+    np.add.at(row_ptr, m.cols.astype(np.int64) + 1, 1)
+    np.cumsum(row_ptr, out=row_ptr)
+    return CSR(row_ptr, rows[order], np.ascontiguousarray(m.vals[order]), m.n_rows)
+
+
+def append_identity_rows(m: CSR, n_inputs: int) -> CSR:
+    """m with one extra row {i: 1} per input wire i < n_inputs (the public-input rows that bind the
+    inputs in the QAP; snarkjs and bellperson both add them to A)."""
+    row_ptr = np.concatenate([m.row_ptr, m.row_ptr[-1] + 1 + np.arange(n_inputs, dtype=np.int64)])
+    cols = np.concatenate([m.cols, np.arange(n_inputs, dtype=np.uint32)])
+    vals = np.concatenate([m.vals, np.tile(fr.one_mont(), (n_inputs, 1))])
+    return CSR(row_ptr, cols, vals, m.n_cols)
+
+
+def empty_rows(m: CSR, extra: int) -> CSR:
+    """m with ``extra`` empty rows appended."""
+    return CSR(np.concatenate([m.row_ptr, np.full(extra, m.row_ptr[-1], dtype=np.int64)]), m.cols, m.vals, m.n_cols)
