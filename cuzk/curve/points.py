@@ -221,3 +221,15 @@ def g2_to_ints(p: G2Point) -> tuple[int, int, int, int] | None:
     if not any(raw):
         return None
     return tuple(int.from_bytes(raw[48 * i : 48 * i + 48], "little") for i in range(4))  # type: ignore[return-value]
+
+
+def lem_to_uncompressed(raw, n: int, group: int) -> bytes:
+    """LEM points -> zcash uncompressed big-endian (vectorised; no curve objects)."""
+    k = 2 if group == 1 else 4
+    le = fq.from_mont(_coords(raw, n, k)).tobytes()
+    c = _reverse48(le, k * n).reshape(n, k, 48)
+    if group == 2:
+        c = c[:, [1, 0, 3, 2], :]
+    be = np.ascontiguousarray(c).reshape(n, 48 * k)
+    be[~be.any(axis=1), 0] = _FLAG_INFINITY
+    return be.tobytes()

@@ -211,7 +211,7 @@ def vk_from_json(obj, where: str = "verification key") -> VerifyingKey:
         raise JsonFormatError(f"{where}: curve {obj.get('curve')!r}, expected 'bls12381'")
     for k in ("vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
         if k not in obj:
-            raise JsonFormatError(f"{where}: missing field {k!r}")
+            raise JsonFormatError(f"{where}: not a Groth16 verification key (missing field {k!r})")
     ic = obj["IC"]
     if not isinstance(ic, list) or not ic:
         raise JsonFormatError(f"{where}: IC must be a non-empty list")

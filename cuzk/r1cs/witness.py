@@ -21,9 +21,9 @@ helper module, instantiated in the same store, imports the circuit's ``memory``,
 the circuit's memory and its own second memory (multi-memory); Python then reads one block per
 chunk. ``fast=False`` uses the plain one-call-per-wire path (same results; tests check both).
 
-Compiling a circuit's wasm (~0.2 s for 2 MB, more for big circuits) can be cached on disk with
-``Module.serialize()``: files are keyed by sha256 of the wasm bytes, the wasmtime version and the
-machine, under ``$CUZK_CACHE_DIR/wasm`` or ``~/.cache/cuzk/wasm`` (``cache_dir=False`` disables).
+Compiling a circuit's wasm (0.2-1 s for 2 MB depending on the machine, more for big circuits) is
+cached on disk with ``Module.serialize()``: files are keyed by sha256 of the wasm bytes, the wasmtime
+version and the machine, under ``$CUZK_CACHE_DIR/wasm`` or ``~/.cache/cuzk/wasm`` (``cache_dir=False`` disables).
 
 Input JSON follows snarkjs / circom's generated ``witness_calculator.js``: values are integers,
 decimal strings or ``0x`` hex strings (negative values are reduced mod r); arrays of numbers, nested
@@ -66,7 +66,7 @@ __all__ = [
     "load_inputs_json",
 ]
 
-log = logging.getLogger("cuzk.witness")
+_logger = logging.getLogger("cuzk.witness")
 
 
 class InputError(CuzkError):
@@ -188,6 +188,10 @@ def flatten_inputs(inputs: dict) -> list[tuple[str, list[int]]]:
             walk(prefix, value)
 
     walk("", inputs)
+    for name in out:  # "p" and "p.x" (or "q" and "q[0].x") would set the same elements twice
+        for i, ch in enumerate(name):
+            if ch in ".[" and name[:i] in out:
+                raise InputError(f"input '{name}' overlaps input '{name[:i]}'")
     return list(out.items())
 
 
@@ -294,7 +298,7 @@ def _helper_module(engine: wasmtime.Engine):
             try:
                 _HELPER = wasmtime.Module(engine, wasmtime.wat2wasm(_HELPER_WAT))
             except Exception as e:  # e.g. a wasmtime without multi-memory
-                log.debug("witness helper module unavailable (%s); using one call per wire", e)
+                _logger.debug("witness helper module unavailable (%s); using one call per wire", e)
                 _HELPER = False
         return _HELPER or None
 
@@ -314,7 +318,11 @@ def default_cache_dir() -> Path:
 
 
 def _first_line(err: BaseException) -> str:
+    """The informative line of a wasmtime error (its "Caused by:" line when it has one)."""
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    for i, ln in enumerate(lines[:-1]):
+        if ln == "Caused by:":
+            return lines[i + 1].removeprefix("0: ").strip()
     return lines[0] if lines else type(err).__name__
 
 
@@ -329,7 +337,10 @@ def _load_module(engine, wasm: bytes, name: str, cache_dir) -> tuple[wasmtime.Mo
     """(module, cache_hit); cache_hit is None when caching is off."""
     if cache_dir is False:
         return _compile(engine, wasm, name), None
-    cdir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    try:
+        cdir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    except RuntimeError:  # no home directory
+        return _compile(engine, wasm, name), None
     h = hashlib.sha256()
     h.update(f"cuzk-wasm-v1\0{_wasmtime_version()}\0{platform.machine()}\0".encode())
     h.update(wasm)
@@ -338,7 +349,7 @@ def _load_module(engine, wasm: bytes, name: str, cache_dir) -> tuple[wasmtime.Mo
         try:
             return wasmtime.Module.deserialize_file(engine, str(path)), True
         except Exception as e:  # stale or damaged entry: recompile and replace it
-            log.debug("ignoring unusable wasm cache entry %s: %s", path, _first_line(e))
+            _logger.debug("ignoring unusable wasm cache entry %s: %s", path, _first_line(e))
     module = _compile(engine, wasm, name)
     try:
         cdir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -351,7 +362,7 @@ def _load_module(engine, wasm: bytes, name: str, cache_dir) -> tuple[wasmtime.Mo
             os.unlink(tmp)
             raise
     except (OSError, wasmtime.WasmtimeError) as e:
-        log.debug("cannot write wasm cache entry %s: %s", path, e)
+        _logger.debug("cannot write wasm cache entry %s: %s", path, e)
     return module, False
 
 
@@ -387,6 +398,17 @@ _CODES = {
     6: "input signal array access exceeds the size",
     7: "out of bounds array access",
 }
+
+
+def _hint(name: str) -> str:
+    if name.startswith("main."):
+        return " (names are relative to main: drop the 'main.' prefix)"
+    if name.endswith("]") or "." in name:
+        return " (give an array input whole, e.g. \"a\": [[1, 2], [3, 4]]; a bus as an object or by field, e.g. \"p.x\")"
+    return ""
+
+
+_WASM_ERRORS = (wasmtime.WasmtimeError, wasmtime.Trap)  # Trap is not a WasmtimeError
 
 
 class _CircomException(Exception):
@@ -458,13 +480,13 @@ class WitnessCalculator:
             prime = self._read_shared() if n32 == 8 else None
             self.n_wires = self._call("getWitnessSize")
             self.n_inputs = self._call("getInputSize")
-        except (wasmtime.WasmtimeError, _CircomException) as e:
+        except (*_WASM_ERRORS, _CircomException) as e:
             raise FormatError(f"{self.name}: not a circom witness generator: {_first_line(e)}") from None
         if ver != 2:
             raise FormatError(f"{self.name}: circom wasm version {ver}, expected 2 (circom 2.x)")
         if prime != R:
             if prime is None:
-                what = f"a {32 * n32}-byte field"
+                what = f"a {4 * n32}-byte field"
             elif prime == _BN254_R:
                 what = "the bn128 (BN254) scalar field"
             else:
@@ -488,9 +510,10 @@ class WitnessCalculator:
                 raise FormatError(
                     f"{self.name}: not a circom 2 witness generator: unexpected import {imp.module}.{imp.name}"
                 )
-        exports = {e.name for e in self._module.exports}
+        exports = {e.name: e.type for e in self._module.exports}
         for name in _REQUIRED_EXPORTS:
-            if name not in exports:
+            kind = wasmtime.MemoryType if name == "memory" else wasmtime.FuncType
+            if not isinstance(exports.get(name), kind):
                 raise FormatError(f"{self.name}: not a circom 2 witness generator: no export '{name}'")
 
     def _message(self, caller) -> str:
@@ -542,7 +565,7 @@ class WitnessCalculator:
         self._logbuf: list[str] = []
         try:
             inst = wasmtime.Instance(store, self._module, [hosts[i.name] for i in self._module.imports])
-        except (wasmtime.WasmtimeError, _CircomException) as e:
+        except (*_WASM_ERRORS, _CircomException) as e:
             raise FormatError(f"{self.name}: cannot instantiate the witness wasm: {_first_line(e)}") from None
         ex = inst.exports(store)
         self._f = {e.name: ex[e.name] for e in self._module.exports if isinstance(ex[e.name], wasmtime.Func)}
@@ -558,7 +581,7 @@ class WitnessCalculator:
                     [self._mem, self._f["getWitness"], self._f["setInputSignal"]],
                 )
             except wasmtime.WasmtimeError as e:
-                log.debug("witness helper did not link (%s); using one call per wire", e)
+                _logger.debug("witness helper did not link (%s); using one call per wire", e)
                 self._helper_mod = None
             else:
                 hx = h.exports(store)
@@ -584,7 +607,7 @@ class WitnessCalculator:
         if self._log_cb is not None:
             self._log_cb(line)
         else:
-            log.info("%s: %s", self.name, line)
+            _logger.info("%s: %s", self.name, line)
 
     # -- calculation ------------------------------------------------------------------------------
 
@@ -624,18 +647,14 @@ class WitnessCalculator:
                 hm, hl = _i32(h >> 32), _i32(h)
                 if "getInputSignalSize" in self._f:
                     size = self._f["getInputSignalSize"](self._store, hm, hl)
-                    if size < 0:
-                        hint = ""
-                        if name.startswith("main."):
-                            hint = " (names are relative to main: drop the 'main.' prefix)"
-                        raise InputError(f"{self.name}: '{name}' is not an input signal of the circuit{hint}")
+                    # unknown names give a negative size, or 0 (outputs, parts of arrays or
+                    # sub-buses, ...); a real input of size 0 (signal input a[0]) takes []
+                    if size < 0 or (size == 0 and vals):
+                        raise InputError(f"{self.name}: '{name}' is not an input signal of the circuit{_hint(name)}")
                     if size != len(vals):
-                        hint = ""
-                        if size == 0:
-                            hint = " (give array and bus inputs whole or by field, e.g. 'a': [...], 'p.x')"
                         raise InputError(
                             f"{self.name}: input signal '{name}' has {size} element{'s' * (size != 1)}, "
-                            f"{len(vals)} given{hint}"
+                            f"{len(vals)} given"
                         )
                 self._set(hm, hl, vals)
                 total += len(vals)
@@ -646,7 +665,7 @@ class WitnessCalculator:
             return self._read_witness()
         except _CircomException as e:
             raise self._circuit_error(e.code, name) from None
-        except wasmtime.WasmtimeError as e:  # includes Trap
+        except _WASM_ERRORS as e:
             where = f" while setting input '{name}'" if name else ""
             msgs = "; ".join(m.strip() for m in self._errors if m.strip())
             raise WitnessError(
@@ -696,11 +715,12 @@ class WitnessCalculator:
         if name is not None and code in (1, 2, 3, 6):
             if code == 3:
                 return InputError(
-                    f"{self.name}: input signal '{name}' is set twice (it overlaps another given input){detail}"
+                    f"{self.name}: input signal '{name}' is set twice (does it overlap another given input?){detail}"
                 )
             if code == 2:
                 return InputError(
-                    f"{self.name}: too many input values: '{name}' goes past the circuit's {self.n_inputs} inputs{detail}"
+                    f"{self.name}: too many input values: '{name}' goes past the circuit's {self.n_inputs} inputs "
+                    f"(does it overlap another given input?){detail}"
                 )
             return InputError(f"{self.name}: input signal '{name}': {what}{detail}")
         return WitnessError(f"{self.name}: witness calculation failed: {what}{detail}")
@@ -757,7 +777,7 @@ class WitnessCalculator:
         try:
             leaves = self._input_leaves()
         except Exception as e:  # the hint is best effort; never hide the real error
-            log.debug("cannot name missing inputs: %s", e)
+            _logger.debug("cannot name missing inputs: %s", e)
             return msg
 
         def covered(leaf: str) -> bool:
