@@ -168,9 +168,19 @@ def g2_compressed(p: G2Point) -> bytes:
     return p.to_compressed_bytes()
 
 
+def _check_compressed_flags(data: bytes, what: str) -> None:
+    """zcash rules arkworks does not enforce: the compression flag is set, and an infinity encoding
+    has no other bit set (otherwise many byte strings would decode to the same point)."""
+    if not data[0] & _FLAG_COMPRESSED:
+        raise PointError(f"{what}: compression flag not set in a compressed encoding")
+    if data[0] & _FLAG_INFINITY and (data[0] != _FLAG_COMPRESSED | _FLAG_INFINITY or any(data[1:])):
+        raise PointError(f"{what}: infinity flag set but other bits are non-zero")
+
+
 def g1_from_compressed(data: bytes, what: str = "G1 point") -> G1Point:
     if len(data) != G1_COMPRESSED:
         raise PointError(f"{what}: {len(data)} bytes, expected {G1_COMPRESSED}")
+    _check_compressed_flags(data, what)
     try:
         return G1Point.from_compressed_bytes(bytes(data))
     except Exception as e:
@@ -180,6 +190,7 @@ def g1_from_compressed(data: bytes, what: str = "G1 point") -> G1Point:
 def g2_from_compressed(data: bytes, what: str = "G2 point") -> G2Point:
     if len(data) != G2_COMPRESSED:
         raise PointError(f"{what}: {len(data)} bytes, expected {G2_COMPRESSED}")
+    _check_compressed_flags(data, what)
     try:
         return G2Point.from_compressed_bytes(bytes(data))
     except Exception as e:

@@ -68,13 +68,20 @@ def _dump(path: str | os.PathLike, obj) -> None:
     os.replace(tmp, path)
 
 
-def _int(v, where: str, bound: int) -> int:
+def _decimal(v, where: str) -> int:
+    """A JSON decimal string (ASCII digits only, as snarkjs writes) or a JSON integer."""
     if isinstance(v, bool) or not isinstance(v, (str, int)):
         raise JsonFormatError(f"{where}: expected a decimal string, got {type(v).__name__}")
-    try:
-        x = int(v, 10) if isinstance(v, str) else v
-    except ValueError:
-        raise JsonFormatError(f"{where}: {v!r} is not a decimal integer") from None
+    if isinstance(v, int):
+        return v
+    digits = v[1:] if v.startswith("-") else v
+    if not (digits.isascii() and digits.isdigit()):
+        raise JsonFormatError(f"{where}: {v!r} is not a decimal integer")
+    return int(v, 10)
+
+
+def _int(v, where: str, bound: int) -> int:
+    x = _decimal(v, where)
     if not 0 <= x < bound:
         raise JsonFormatError(f"{where}: value out of range [0, {'r' if bound == R else 'q'})")
     return x
@@ -156,12 +163,7 @@ def public_from_json(obj, where: str = "public signals", check_range: bool = Tru
         raise JsonFormatError(f"{where}: expected a JSON array of decimal strings")
     out = []
     for i, v in enumerate(obj):
-        if isinstance(v, bool) or not isinstance(v, (str, int)):
-            raise JsonFormatError(f"{where}[{i}]: expected a decimal string")
-        try:
-            x = int(v, 10) if isinstance(v, str) else v
-        except ValueError:
-            raise JsonFormatError(f"{where}[{i}]: {v!r} is not a decimal integer") from None
+        x = _decimal(v, f"{where}[{i}]")
         if check_range and not 0 <= x < R:
             raise JsonFormatError(f"{where}[{i}]: public input not in [0, r)")
         out.append(x)

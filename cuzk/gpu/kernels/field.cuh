@@ -1,0 +1,280 @@
+// Montgomery arithmetic over the BLS12-381 fields, 32-bit limbs, little-endian.
+//
+// Fr (8 limbs) and Fq (12 limbs) share one template. The moduli and Montgomery constants come from a
+// preamble that the Python build step generates from cuzk/field/constants.py (one source of truth):
+//   CUZK_FR_P, CUZK_FR_NP0, CUZK_FR_ONE, CUZK_FR_R2 and the same for FQ.
+// Values are kept fully reduced (< p) after every operation. Memory layout of an element is its limbs,
+// which is byte-identical to 64-bit little-endian limbs: the host's (n, 4) / (n, 6) uint64 arrays.
+//
+// The multiply is CIOS with 64-bit accumulators: each partial product is one 32x32->64 multiply-add
+// (IMAD.WIDE) plus carries, the form the performance anchors measure at 32/clk/SM, rather than the
+// separate low/high halves of mad.lo/mad.hi PTX.
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+__device__ __forceinline__ u32 umin(u32 a, u32 b) { return a < b ? a : b; }
+
+// The modulus limbs as compile-time constants; indices are always compile-time after unrolling.
+__device__ __forceinline__ u32 fr_p(int i) {
+    const u32 P[8] = {CUZK_FR_P};
+    return P[i];
+}
+__device__ __forceinline__ u32 fq_p(int i) {
+    const u32 P[12] = {CUZK_FQ_P};
+    return P[i];
+}
+
+struct FrTag {
+    static constexpr int N = 8;
+    static constexpr u32 NP0 = CUZK_FR_NP0;
+    __device__ __forceinline__ static u32 P(int i) { return fr_p(i); }
+    __device__ __forceinline__ static u32 ONE(int i) {
+        const u32 O[8] = {CUZK_FR_ONE};
+        return O[i];
+    }
+    __device__ __forceinline__ static u32 R2(int i) {
+        const u32 O[8] = {CUZK_FR_R2};
+        return O[i];
+    }
+};
+
+struct FqTag {
+    static constexpr int N = 12;
+    static constexpr u32 NP0 = CUZK_FQ_NP0;
+    __device__ __forceinline__ static u32 P(int i) { return fq_p(i); }
+    __device__ __forceinline__ static u32 ONE(int i) {
+        const u32 O[12] = {CUZK_FQ_ONE};
+        return O[i];
+    }
+    __device__ __forceinline__ static u32 R2(int i) {
+        const u32 O[12] = {CUZK_FQ_R2};
+        return O[i];
+    }
+};
+
+template <class T>
+struct Elem {
+    static constexpr int N = T::N;
+    u32 v[T::N];
+
+    __device__ __forceinline__ static Elem zero() {
+        Elem r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = 0;
+        return r;
+    }
+    __device__ __forceinline__ static Elem one() {
+        Elem r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = T::ONE(i);
+        return r;
+    }
+    __device__ __forceinline__ bool is_zero() const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ bool operator==(const Elem& o) const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i] ^ o.v[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ bool is_one() const { return *this == one(); }
+};
+
+// r = a - p if a >= p (a < 2p, with an extra top carry word `hi`)
+template <class T>
+__device__ __forceinline__ void reduce_once(Elem<T>& r, const u32* a, u32 hi) {
+    u32 d[T::N];
+    u32 borrow = 0;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) {
+        u64 s = (u64)a[i] - T::P(i) - borrow;
+        d[i] = (u32)s;
+        borrow = (u32)(s >> 63);
+    }
+    bool use_d = hi != 0 || borrow == 0;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) r.v[i] = use_d ? d[i] : a[i];
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> add(const Elem<T>& a, const Elem<T>& b) {
+    u32 t[T::N];
+    u32 c = 0;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) {
+        u64 s = (u64)a.v[i] + b.v[i] + c;
+        t[i] = (u32)s;
+        c = (u32)(s >> 32);
+    }
+    Elem<T> r;
+    reduce_once<T>(r, t, c);
+    return r;
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> sub(const Elem<T>& a, const Elem<T>& b) {
+    u32 t[T::N];
+    u32 borrow = 0;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) {
+        u64 s = (u64)a.v[i] - b.v[i] - borrow;
+        t[i] = (u32)s;
+        borrow = (u32)(s >> 63);
+    }
+    // add p back when it went negative
+    u32 mask = 0u - borrow;
+    u32 c = 0;
+    Elem<T> r;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) {
+        u64 s = (u64)t[i] + (T::P(i) & mask) + c;
+        r.v[i] = (u32)s;
+        c = (u32)(s >> 32);
+    }
+    return r;
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> neg(const Elem<T>& a) {
+    return sub<T>(Elem<T>::zero(), a);
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> dbl(const Elem<T>& a) {
+    return add<T>(a, a);
+}
+
+// Montgomery product a*b/2^(32N) mod p (CIOS).
+template <class T>
+__device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
+    constexpr int N = T::N;
+    u32 t[N + 2];
+#pragma unroll
+    for (int j = 0; j < N + 2; j++) t[j] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u32 c = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            u64 s = (u64)a.v[i] * b.v[j] + t[j] + c;
+            t[j] = (u32)s;
+            c = (u32)(s >> 32);
+        }
+        u64 s = (u64)t[N] + c;
+        t[N] = (u32)s;
+        t[N + 1] = (u32)(s >> 32);
+        u32 m = t[0] * T::NP0;
+        s = (u64)m * T::P(0) + t[0];
+        c = (u32)(s >> 32);
+#pragma unroll
+        for (int j = 1; j < N; j++) {
+            s = (u64)m * T::P(j) + t[j] + c;
+            t[j - 1] = (u32)s;
+            c = (u32)(s >> 32);
+        }
+        s = (u64)t[N] + c;
+        t[N - 1] = (u32)s;
+        t[N] = t[N + 1] + (u32)(s >> 32);
+    }
+    Elem<T> r;
+    reduce_once<T>(r, t, t[N]);
+    return r;
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> sqr(const Elem<T>& a) {
+    return mul<T>(a, a);
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> to_mont(const Elem<T>& a) {
+    Elem<T> r2;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) r2.v[i] = T::R2(i);
+    return mul<T>(a, r2);
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> from_mont(const Elem<T>& a) {
+    Elem<T> one_plain = Elem<T>::zero();
+    one_plain.v[0] = 1;
+    return mul<T>(a, one_plain);
+}
+
+// Loads/stores of whole elements through 16-byte vectors (N is a multiple of 4).
+template <class T>
+__device__ __forceinline__ Elem<T> load(const Elem<T>* p) {
+    Elem<T> r;
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < T::N / 4; i++) {
+        uint4 x = q[i];
+        r.v[4 * i] = x.x;
+        r.v[4 * i + 1] = x.y;
+        r.v[4 * i + 2] = x.z;
+        r.v[4 * i + 3] = x.w;
+    }
+    return r;
+}
+
+template <class T>
+__device__ __forceinline__ void store(Elem<T>* p, const Elem<T>& a) {
+    uint4* q = reinterpret_cast<uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < T::N / 4; i++) q[i] = make_uint4(a.v[4 * i], a.v[4 * i + 1], a.v[4 * i + 2], a.v[4 * i + 3]);
+}
+
+typedef Elem<FrTag> Fr;
+typedef Elem<FqTag> Fq;
+
+// ------------------------------------------------------------------------------------------------
+// Fq2 = Fq[u] / (u^2 + 1)
+
+struct Fq2 {
+    Fq c0, c1;
+    __device__ __forceinline__ static Fq2 zero() { return {Fq::zero(), Fq::zero()}; }
+    __device__ __forceinline__ static Fq2 one() { return {Fq::one(), Fq::zero()}; }
+    __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    __device__ __forceinline__ bool operator==(const Fq2& o) const { return c0 == o.c0 && c1 == o.c1; }
+};
+
+__device__ __forceinline__ Fq2 add(const Fq2& a, const Fq2& b) { return {add<FqTag>(a.c0, b.c0), add<FqTag>(a.c1, b.c1)}; }
+__device__ __forceinline__ Fq2 sub(const Fq2& a, const Fq2& b) { return {sub<FqTag>(a.c0, b.c0), sub<FqTag>(a.c1, b.c1)}; }
+__device__ __forceinline__ Fq2 neg(const Fq2& a) { return {neg<FqTag>(a.c0), neg<FqTag>(a.c1)}; }
+__device__ __forceinline__ Fq2 dbl(const Fq2& a) { return add(a, a); }
+
+// Karatsuba: 3 Fq multiplications
+__device__ __forceinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
+    Fq t0 = mul<FqTag>(a.c0, b.c0);
+    Fq t1 = mul<FqTag>(a.c1, b.c1);
+    Fq t2 = mul<FqTag>(add<FqTag>(a.c0, a.c1), add<FqTag>(b.c0, b.c1));
+    return {sub<FqTag>(t0, t1), sub<FqTag>(sub<FqTag>(t2, t0), t1)};
+}
+
+// (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 multiplications
+__device__ __forceinline__ Fq2 sqr(const Fq2& a) {
+    Fq t = mul<FqTag>(a.c0, a.c1);
+    return {mul<FqTag>(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(t, t)};
+}
+
+// Generic helpers so curve code is written once for Fq (G1) and Fq2 (G2).
+__device__ __forceinline__ Fq fadd(const Fq& a, const Fq& b) { return add<FqTag>(a, b); }
+__device__ __forceinline__ Fq fsub(const Fq& a, const Fq& b) { return sub<FqTag>(a, b); }
+__device__ __forceinline__ Fq fmul(const Fq& a, const Fq& b) { return mul<FqTag>(a, b); }
+__device__ __forceinline__ Fq fsqr(const Fq& a) { return mul<FqTag>(a, a); }
+__device__ __forceinline__ Fq fneg(const Fq& a) { return neg<FqTag>(a); }
+__device__ __forceinline__ Fq2 fadd(const Fq2& a, const Fq2& b) { return add(a, b); }
+__device__ __forceinline__ Fq2 fsub(const Fq2& a, const Fq2& b) { return sub(a, b); }
+__device__ __forceinline__ Fq2 fmul(const Fq2& a, const Fq2& b) { return mul(a, b); }
+__device__ __forceinline__ Fq2 fsqr(const Fq2& a) { return sqr(a); }
+__device__ __forceinline__ Fq2 fneg(const Fq2& a) { return neg(a); }
+__device__ __forceinline__ Fq fone(Fq) { return Fq::one(); }
+__device__ __forceinline__ Fq2 fone(Fq2) { return Fq2::one(); }
+__device__ __forceinline__ Fq fzero(Fq) { return Fq::zero(); }
+__device__ __forceinline__ Fq2 fzero(Fq2) { return Fq2::zero(); }

@@ -1,0 +1,265 @@
+// Pippenger multi-scalar multiplication on the GPU, G1 and G2.
+//
+// Pipeline (one MSM, window c bits, W windows, B = 2^(c-1) buckets per window, signed digits):
+//   msm_count     per scalar: from Montgomery, classify (0 / 1 / other), signed-digit recoding,
+//                 atomic histogram of (window, bucket) keys; 0 and (optionally) 1 scalars emit nothing
+//   (host)        exclusive scan of the histogram -> bucket offsets; work items of <= S entries each
+//   msm_scatter   recode again, scatter point index | sign<<31 into its bucket's slot (counting sort)
+//   *_accumulate  one thread per work item: mixed additions of its affine points into an XYZZ partial
+//   *_bucket_sum  one thread per bucket: add its partials
+//   *_segments    one thread per (window, segment of L buckets): running sums -> (T_s, A_s)
+//   *_window      one block per window: W_w = sum_s T_s + L * sum_s s * A_s
+//   *_combine     one thread: Horner over windows, plus the sum of the 1-scalar points
+//   *_ones        bases whose scalar is exactly 1 summed by a parallel reduction (the 0/1 fast path)
+#include "curve.cuh"
+
+#define SIGN_BIT 0x80000000u
+
+__device__ __forceinline__ bool fr_is_canonical_one(const Fr& s) {
+    u32 acc = s.v[0] ^ 1u;
+#pragma unroll
+    for (int i = 1; i < 8; i++) acc |= s.v[i];
+    return acc == 0;
+}
+
+// c-bit window of a canonical scalar starting at bit `pos` (c <= 31)
+__device__ __forceinline__ u32 window_bits(const Fr& s, int pos, int c) {
+    int limb = pos >> 5, off = pos & 31;
+    u32 lo = 0, hi = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        lo = (k == limb) ? s.v[k] : lo;
+        hi = (k == limb + 1) ? s.v[k] : hi;
+    }
+    u64 w = ((u64)hi << 32) | lo;
+    return (u32)(w >> off) & ((1u << c) - 1u);
+}
+
+// flags[i]: 0 zero scalar, 1 scalar one (only when ones_path), 2 other
+extern "C" __global__ void msm_count(const Fr* __restrict__ scalars, u32 n, int c, int nwin, int ones_path,
+                                     u32* __restrict__ counts, unsigned char* __restrict__ flags) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fr s = from_mont<FrTag>(load<FrTag>(scalars + i));
+    if (s.is_zero()) {
+        flags[i] = 0;
+        return;
+    }
+    if (ones_path && fr_is_canonical_one(s)) {
+        flags[i] = 1;
+        return;
+    }
+    flags[i] = 2;
+    const u32 half = 1u << (c - 1);
+    const u32 nb = half;
+    u32 carry = 0;
+    for (int w = 0; w < nwin; w++) {
+        u32 v = window_bits(s, w * c, c) + carry;
+        carry = v > half;
+        if (carry) v = (1u << c) - v;
+        if (v) atomicAdd(&counts[(u64)w * nb + (v - 1)], 1u);
+    }
+}
+
+extern "C" __global__ void msm_scatter(const Fr* __restrict__ scalars, const unsigned char* __restrict__ flags, u32 n,
+                                       int c, int nwin, u32* __restrict__ cursor, u32* __restrict__ entries) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || flags[i] != 2) return;
+    Fr s = from_mont<FrTag>(load<FrTag>(scalars + i));
+    const u32 half = 1u << (c - 1);
+    const u32 nb = half;
+    u32 carry = 0;
+    for (int w = 0; w < nwin; w++) {
+        u32 v = window_bits(s, w * c, c) + carry;
+        carry = v > half;
+        u32 sign = 0;
+        if (carry) {
+            v = (1u << c) - v;
+            sign = SIGN_BIT;
+        }
+        if (v) {
+            u32 pos = atomicAdd(&cursor[(u64)w * nb + (v - 1)], 1u);
+            entries[pos] = i | sign;
+        }
+    }
+}
+
+// Work items: bucket b with cnt entries gets ceil(cnt / S) items of <= S entries.
+extern "C" __global__ void msm_make_items(const u32* __restrict__ counts, const u32* __restrict__ offsets,
+                                          const u32* __restrict__ item_offsets, u32 nbuckets, u32 S,
+                                          u32* __restrict__ item_start, u32* __restrict__ item_len) {
+    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nbuckets) return;
+    u32 cnt = counts[b], off = offsets[b], it = item_offsets[b];
+    for (u32 k = 0; k * S < cnt; k++) {
+        item_start[it + k] = off + k * S;
+        item_len[it + k] = umin(S, cnt - k * S);
+    }
+}
+
+template <class F>
+__device__ __forceinline__ void accumulate(const Affine<F>* __restrict__ bases, const u32* __restrict__ entries,
+                                           const u32* __restrict__ item_start, const u32* __restrict__ item_len,
+                                           u32 nitems, XYZZ<F>* __restrict__ partials) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nitems) return;
+    u32 start = item_start[t], len = item_len[t];
+    XYZZ<F> acc = XYZZ<F>::inf();
+    for (u32 k = 0; k < len; k++) {
+        u32 e = entries[start + k];
+        Affine<F> p = bases[e & ~SIGN_BIT];
+        F y = (e & SIGN_BIT) ? fneg(p.y) : p.y;
+        madd(acc, p.x, y);
+    }
+    partials[t] = acc;
+}
+
+template <class F>
+__device__ __forceinline__ void bucket_sum(const XYZZ<F>* __restrict__ partials, const u32* __restrict__ item_offsets,
+                                           u32 nbuckets, XYZZ<F>* __restrict__ buckets) {
+    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nbuckets) return;
+    u32 lo = item_offsets[b], hi = item_offsets[b + 1];
+    XYZZ<F> acc = XYZZ<F>::inf();
+    if (hi > lo) acc = partials[lo];
+    for (u32 t = lo + 1; t < hi; t++) add(acc, partials[t]);
+    buckets[b] = acc;
+}
+
+// One thread per (window, segment): over buckets k in [sL, sL+L) (0-based; bucket k holds digit k+1)
+// T_s = sum (k - sL + 1) B_k and A_s = sum B_k, by running sums from the top.
+template <class F>
+__device__ __forceinline__ void segments(const XYZZ<F>* __restrict__ buckets, u32 nb, u32 L, u32 nseg, u32 nwin,
+                                         XYZZ<F>* __restrict__ segT, XYZZ<F>* __restrict__ segA) {
+    u32 g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= nseg * nwin) return;
+    u32 w = g / nseg, s = g % nseg;
+    const XYZZ<F>* B = buckets + (u64)w * nb;
+    XYZZ<F> acc = XYZZ<F>::inf(), sum = XYZZ<F>::inf();
+    u32 lo = s * L, hi = umin(nb, lo + L);
+    for (u32 k = hi; k > lo; k--) {
+        add(acc, B[k - 1]);
+        add(sum, acc);
+    }
+    segT[g] = sum;
+    segA[g] = acc;
+}
+
+template <class F, int BLOCK>
+__device__ __forceinline__ XYZZ<F> block_reduce(XYZZ<F> v, XYZZ<F>* sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int stride = BLOCK / 2; stride > 0; stride >>= 1) {
+        if (threadIdx.x < stride) {
+            XYZZ<F> a = sh[threadIdx.x];
+            add(a, sh[threadIdx.x + stride]);
+            sh[threadIdx.x] = a;
+        }
+        __syncthreads();
+    }
+    XYZZ<F> r = sh[0];
+    __syncthreads();
+    return r;
+}
+
+// One block per window: X = sum_s T_s, Y = sum_s s A_s, W_w = X + L * Y (L = 2^logL).
+template <class F, int BLOCK>
+__device__ __forceinline__ void window_sum(const XYZZ<F>* __restrict__ segT, const XYZZ<F>* __restrict__ segA, u32 nseg,
+                                           int logL, XYZZ<F>* __restrict__ out) {
+    __shared__ XYZZ<F> sh[BLOCK];
+    u32 w = blockIdx.x;
+    const XYZZ<F>* T = segT + (u64)w * nseg;
+    const XYZZ<F>* A = segA + (u64)w * nseg;
+    u32 K = (nseg + BLOCK - 1) / BLOCK;
+    u32 lo = threadIdx.x * K, hi = umin(nseg, lo + K);
+    XYZZ<F> x = XYZZ<F>::inf(), acc = XYZZ<F>::inf(), sum = XYZZ<F>::inf();
+    for (u32 s = hi; s > lo; s--) {
+        add(x, T[s - 1]);
+        add(acc, A[s - 1]);
+        add(sum, acc);
+    }
+    // sum = sum_s (s - lo + 1) A_s, so sum_s s A_s = sum + (lo - 1) acc
+    XYZZ<F> y = sum;
+    if (lo == 0) {
+        XYZZ<F> na = acc;
+        negate(na);
+        add(y, na);
+    } else if (hi > lo) {
+        add(y, mul_small(acc, lo - 1));
+    }
+    x = block_reduce<F, BLOCK>(x, sh);
+    y = block_reduce<F, BLOCK>(y, sh);
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < logL; i++) dbl(y);
+        add(x, y);
+        out[w] = x;
+    }
+}
+
+// sum_w 2^(c w) W_w (+ extra[0..nextra)), by Horner from the top window
+template <class F>
+__device__ __forceinline__ void combine(const XYZZ<F>* __restrict__ win, int nwin, int c, const XYZZ<F>* __restrict__ extra,
+                                        u32 nextra, XYZZ<F>* __restrict__ out) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    XYZZ<F> r = XYZZ<F>::inf();
+    for (int w = nwin - 1; w >= 0; w--) {
+        for (int i = 0; i < c; i++) dbl(r);
+        add(r, win[w]);
+    }
+    for (u32 i = 0; i < nextra; i++) add(r, extra[i]);
+    out[0] = r;
+}
+
+// Sum of bases[i] where flags[i] == want (grid-stride, one partial per block)
+template <class F, int BLOCK>
+__device__ __forceinline__ void masked_sum(const Affine<F>* __restrict__ bases, const unsigned char* __restrict__ flags,
+                                           u32 n, unsigned char want, XYZZ<F>* __restrict__ partials) {
+    __shared__ XYZZ<F> sh[BLOCK];
+    XYZZ<F> acc = XYZZ<F>::inf();
+    for (u32 i = blockIdx.x * BLOCK + threadIdx.x; i < n; i += gridDim.x * BLOCK) {
+        if (flags[i] == want) madd(acc, bases[i]);
+    }
+    acc = block_reduce<F, BLOCK>(acc, sh);
+    if (threadIdx.x == 0) partials[blockIdx.x] = acc;
+}
+
+template <class F, int BLOCK>
+__device__ __forceinline__ void reduce_points(const XYZZ<F>* __restrict__ in, u32 n, XYZZ<F>* __restrict__ out) {
+    __shared__ XYZZ<F> sh[BLOCK];
+    XYZZ<F> acc = XYZZ<F>::inf();
+    for (u32 i = threadIdx.x; i < n; i += BLOCK) add(acc, in[i]);
+    acc = block_reduce<F, BLOCK>(acc, sh);
+    if (threadIdx.x == 0) out[blockIdx.x] = acc;
+}
+
+// ------------------------------------------------------------------------------------------------
+// entry points, one set per group; G2 uses smaller blocks for its 2x larger points in shared memory
+
+#define MSM_ENTRY_POINTS(G, F, RBLOCK)                                                                                       \
+    extern "C" __global__ void G##_accumulate(const Affine<F>* bases, const u32* entries, const u32* item_start,          \
+                                               const u32* item_len, u32 nitems, XYZZ<F>* partials) {                    \
+        accumulate<F>(bases, entries, item_start, item_len, nitems, partials);                                           \
+    }                                                                                                                    \
+    extern "C" __global__ void G##_bucket_sum(const XYZZ<F>* partials, const u32* item_offsets, u32 nbuckets,           \
+                                               XYZZ<F>* buckets) {                                                       \
+        bucket_sum<F>(partials, item_offsets, nbuckets, buckets);                                                        \
+    }                                                                                                                    \
+    extern "C" __global__ void G##_segments(const XYZZ<F>* buckets, u32 nb, u32 L, u32 nseg, u32 nwin, XYZZ<F>* segT,   \
+                                             XYZZ<F>* segA) {                                                            \
+        segments<F>(buckets, nb, L, nseg, nwin, segT, segA);                                                             \
+    }                                                                                                                    \
+    extern "C" __global__ void G##_window(const XYZZ<F>* segT, const XYZZ<F>* segA, u32 nseg, int logL, XYZZ<F>* out) { \
+        window_sum<F, RBLOCK>(segT, segA, nseg, logL, out);                                                              \
+    }                                                                                                                    \
+    extern "C" __global__ void G##_combine(const XYZZ<F>* win, int nwin, int c, const XYZZ<F>* extra, u32 nextra,       \
+                                            XYZZ<F>* out) {                                                              \
+        combine<F>(win, nwin, c, extra, nextra, out);                                                                    \
+    }                                                                                                                    \
+    extern "C" __global__ void G##_masked_sum(const Affine<F>* bases, const unsigned char* flags, u32 n,                \
+                                               unsigned char want, XYZZ<F>* partials) {                                  \
+        masked_sum<F, RBLOCK>(bases, flags, n, want, partials);                                                          \
+    }                                                                                                                    \
+    extern "C" __global__ void G##_reduce(const XYZZ<F>* in, u32 n, XYZZ<F>* out) { reduce_points<F, RBLOCK>(in, n, out); }
+
+MSM_ENTRY_POINTS(g1, Fq, 128)
+MSM_ENTRY_POINTS(g2, Fq2, 64)
