@@ -8,7 +8,6 @@ Both tools are part of the test environment (``npm ci``), so their absence is a 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess

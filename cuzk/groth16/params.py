@@ -16,7 +16,6 @@ import mmap
 import os
 import struct
 
-import numpy as np
 
 from ..curve import points as pts
 from ..r1cs.binfile import FormatError

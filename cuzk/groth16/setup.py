@@ -19,12 +19,11 @@ import sys
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point
 
-from ..curve import points as pts
 from ..curve.fixed_base import FixedBase
 from ..curve.msm import scalar
 from ..field import fr
 from ..field.constants import BELLPERSON_GENERATOR, R, SNARKJS_ROOT_GENERATOR, root_of_unity
-from ..r1cs.pce import CSR, PCE, append_identity_rows, empty_rows, transpose
+from ..r1cs.pce import PCE, append_identity_rows, empty_rows, transpose
 from ..timing import Timer
 from .keys import BELLPERSON, SNARKJS, ProvingKey, VerifyingKey
 

@@ -7,6 +7,10 @@
 #pragma once
 #include "field.cuh"
 
+// Point operations are real calls, not inlined: each is several thousand instructions, and inlining
+// them into every kernel made ptxas take many minutes per module for no measured gain.
+#define POINT_FN __device__ __noinline__
+
 template <class F>
 struct Affine {
     F x, y;
@@ -32,7 +36,7 @@ __device__ __forceinline__ XYZZ<F> from_affine(const Affine<F>& a) {
 
 // 2 * (x, y) for an affine point (mdbl-2008-s)
 template <class F>
-__device__ __forceinline__ XYZZ<F> dbl_affine(const F& x, const F& y) {
+POINT_FN XYZZ<F> dbl_affine(const F& x, const F& y) {
     F U = fadd(y, y);
     F V = fsqr(U);
     F W = fmul(U, V);
@@ -45,7 +49,7 @@ __device__ __forceinline__ XYZZ<F> dbl_affine(const F& x, const F& y) {
 }
 
 template <class F>
-__device__ __forceinline__ void dbl(XYZZ<F>& p) {
+POINT_FN void dbl(XYZZ<F>& p) {
     if (p.is_inf()) return;
     F U = fadd(p.Y, p.Y);
     F V = fsqr(U);
@@ -63,7 +67,7 @@ __device__ __forceinline__ void dbl(XYZZ<F>& p) {
 
 // p += (x, y); y may be pre-negated by the caller for a subtraction
 template <class F>
-__device__ __forceinline__ void madd(XYZZ<F>& p, const F& x, const F& y) {
+POINT_FN void madd(XYZZ<F>& p, const F& x, const F& y) {
     if (x.is_zero() && y.is_zero()) return;
     if (p.is_inf()) {
         F one = fone(F());
@@ -99,7 +103,7 @@ __device__ __forceinline__ void madd(XYZZ<F>& p, const Affine<F>& a) {
 
 // p += q (add-2008-s)
 template <class F>
-__device__ __forceinline__ void add(XYZZ<F>& p, const XYZZ<F>& q) {
+POINT_FN void add(XYZZ<F>& p, const XYZZ<F>& q) {
     if (q.is_inf()) return;
     if (p.is_inf()) {
         p = q;
@@ -136,7 +140,7 @@ __device__ __forceinline__ void negate(XYZZ<F>& p) {
 
 // k * p for a small non-negative integer k (double-and-add, MSB first)
 template <class F>
-__device__ __forceinline__ XYZZ<F> mul_small(const XYZZ<F>& p, u32 k) {
+POINT_FN XYZZ<F> mul_small(const XYZZ<F>& p, u32 k) {
     XYZZ<F> r = XYZZ<F>::inf();
     if (k == 0) return r;
     int top = 31 - __clz(k);
@@ -145,6 +149,14 @@ __device__ __forceinline__ XYZZ<F> mul_small(const XYZZ<F>& p, u32 k) {
         if ((k >> b) & 1) add(r, p);
     }
     return r;
+}
+
+// affine form (one inversion: t = 1/(ZZ ZZZ), 1/ZZ = t ZZZ, 1/ZZZ = t ZZ); infinity -> (0, 0)
+template <class F>
+POINT_FN Affine<F> to_affine(const XYZZ<F>& p) {
+    if (p.is_inf()) return {fzero(F()), fzero(F())};
+    F t = finv(fmul(p.ZZ, p.ZZZ));
+    return {fmul(p.X, fmul(t, p.ZZZ)), fmul(p.Y, fmul(t, p.ZZ))};
 }
 
 typedef Affine<Fq> G1Affine;

@@ -207,6 +207,20 @@ __device__ __forceinline__ Elem<T> from_mont(const Elem<T>& a) {
     return mul<T>(a, one_plain);
 }
 
+// a^(p-2) = a^-1 (Fermat); 0 maps to 0. Only for setup/test paths: ~1.5 N multiplications per bit.
+template <class T>
+__device__ __noinline__ Elem<T> inverse(const Elem<T>& a) {
+    Elem<T> r = Elem<T>::one();
+    for (int i = T::N - 1; i >= 0; i--) {
+        u32 e = T::P(i) - (i == 0 ? 2u : 0u);
+        for (int b = 31; b >= 0; b--) {
+            r = mul<T>(r, r);
+            if ((e >> b) & 1u) r = mul<T>(r, a);
+        }
+    }
+    return r;
+}
+
 // Loads/stores of whole elements through 16-byte vectors (N is a multiple of 4).
 template <class T>
 __device__ __forceinline__ Elem<T> load(const Elem<T>* p) {
@@ -249,8 +263,8 @@ __device__ __forceinline__ Fq2 sub(const Fq2& a, const Fq2& b) { return {sub<FqT
 __device__ __forceinline__ Fq2 neg(const Fq2& a) { return {neg<FqTag>(a.c0), neg<FqTag>(a.c1)}; }
 __device__ __forceinline__ Fq2 dbl(const Fq2& a) { return add(a, a); }
 
-// Karatsuba: 3 Fq multiplications
-__device__ __forceinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
+// Karatsuba: 3 Fq multiplications (a call: keeps G2 kernels compact)
+__device__ __noinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
     Fq t0 = mul<FqTag>(a.c0, b.c0);
     Fq t1 = mul<FqTag>(a.c1, b.c1);
     Fq t2 = mul<FqTag>(add<FqTag>(a.c0, a.c1), add<FqTag>(b.c0, b.c1));
@@ -258,9 +272,15 @@ __device__ __forceinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 multiplications
-__device__ __forceinline__ Fq2 sqr(const Fq2& a) {
+__device__ __noinline__ Fq2 sqr(const Fq2& a) {
     Fq t = mul<FqTag>(a.c0, a.c1);
     return {mul<FqTag>(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(t, t)};
+}
+
+// (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)
+__device__ __forceinline__ Fq2 inverse(const Fq2& a) {
+    Fq t = inverse<FqTag>(add<FqTag>(mul<FqTag>(a.c0, a.c0), mul<FqTag>(a.c1, a.c1)));
+    return {mul<FqTag>(a.c0, t), neg<FqTag>(mul<FqTag>(a.c1, t))};
 }
 
 // Generic helpers so curve code is written once for Fq (G1) and Fq2 (G2).
@@ -274,6 +294,8 @@ __device__ __forceinline__ Fq2 fsub(const Fq2& a, const Fq2& b) { return sub(a, 
 __device__ __forceinline__ Fq2 fmul(const Fq2& a, const Fq2& b) { return mul(a, b); }
 __device__ __forceinline__ Fq2 fsqr(const Fq2& a) { return sqr(a); }
 __device__ __forceinline__ Fq2 fneg(const Fq2& a) { return neg(a); }
+__device__ __forceinline__ Fq finv(const Fq& a) { return inverse<FqTag>(a); }
+__device__ __forceinline__ Fq2 finv(const Fq2& a) { return inverse(a); }
 __device__ __forceinline__ Fq fone(Fq) { return Fq::one(); }
 __device__ __forceinline__ Fq2 fone(Fq2) { return Fq2::one(); }
 __device__ __forceinline__ Fq fzero(Fq) { return Fq::zero(); }

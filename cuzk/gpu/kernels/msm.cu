@@ -232,6 +232,18 @@ __device__ __forceinline__ void reduce_points(const XYZZ<F>* __restrict__ in, u3
     if (threadIdx.x == 0) out[blockIdx.x] = acc;
 }
 
+// out[i] = P[i % m] + Q[i / m], affine (test and benchmark bases: many distinct points from two short
+// tables, without a scalar multiplication per point)
+template <class F>
+__device__ __forceinline__ void add_tables(const Affine<F>* __restrict__ P, u32 m, const Affine<F>* __restrict__ Qt, u32 n,
+                                           Affine<F>* __restrict__ out) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    XYZZ<F> acc = from_affine(P[i % m]);
+    madd(acc, Qt[i / m]);
+    out[i] = to_affine(acc);
+}
+
 // ------------------------------------------------------------------------------------------------
 // entry points, one set per group; G2 uses smaller blocks for its 2x larger points in shared memory
 
@@ -259,7 +271,10 @@ __device__ __forceinline__ void reduce_points(const XYZZ<F>* __restrict__ in, u3
                                                unsigned char want, XYZZ<F>* partials) {                                  \
         masked_sum<F, RBLOCK>(bases, flags, n, want, partials);                                                          \
     }                                                                                                                    \
-    extern "C" __global__ void G##_reduce(const XYZZ<F>* in, u32 n, XYZZ<F>* out) { reduce_points<F, RBLOCK>(in, n, out); }
+    extern "C" __global__ void G##_reduce(const XYZZ<F>* in, u32 n, XYZZ<F>* out) { reduce_points<F, RBLOCK>(in, n, out); } \
+    extern "C" __global__ void G##_add_tables(const Affine<F>* P, u32 m, const Affine<F>* Qt, u32 n, Affine<F>* out) {     \
+        add_tables<F>(P, m, Qt, n, out);                                                                                 \
+    }
 
 MSM_ENTRY_POINTS(g1, Fq, 128)
 MSM_ENTRY_POINTS(g2, Fq2, 64)

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""GPU kernel benchmark: G1/G2 MSM and NTT on the device, CUDA-event timing.
+
+Data is generated on the device and stays there (distinct bases P[i % 64] + Q[i / 64]); each figure is
+the median of --reps timed runs after one warm-up, with the min-max spread and the ratio to the physical
+floor of the performance anchors (G1 MSM 2^26: 0.25 s; NTT 2^26: ~15 ms; floors scale linearly in n).
+A CPU (arkworks, all cores) MSM at 2^16 and 2^18 gives the GPU/CPU ratio.
+
+    python bench/gpu_kernels.py --g1 16 26 --g1-bits 24 26 --g2 16 24 --ntt 16 27 --reps 5 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import cupy
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cuzk.curve import msm as cmsm  # noqa: E402
+from cuzk.curve import points as pts  # noqa: E402
+from cuzk.field import fr  # noqa: E402
+from cuzk.field.constants import R  # noqa: E402
+from cuzk.gpu import msm as gmsm  # noqa: E402
+from cuzk.gpu import ntt as gntt  # noqa: E402
+from cuzk.gpu.runtime import grid_for, launch  # noqa: E402
+
+FLOOR_G1_2_26 = 0.25  # s, anchors section 4c (XYZZ, form A)
+FLOOR_NTT_2_26 = 0.015  # s, anchors section 2
+FLOOR_G2_FACTOR = 2.8  # G2 madd ~2.8x a G1 madd
+
+
+def timed(fn, reps: int) -> list[float]:
+    fn()  # warm-up (compilation, pools)
+    out = []
+    for _ in range(reps):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        out.append(cupy.cuda.get_elapsed_time(a, b) / 1e3)
+    return out
+
+
+def device_bases(group: int, n: int) -> cupy.ndarray:
+    from py_arkworks_bls12381 import G1Point, G2Point
+
+    base = G1Point() if group == 1 else G2Point()
+    m = 64
+    P = [base * cmsm.scalar(1 + secrets.randbelow(R - 1)) for _ in range(m)]
+    k = -(-n // m)
+    Qs = [base * cmsm.scalar(1 + secrets.randbelow(R - 1)) for _ in range(64)]
+    to_lem = pts.g1_to_lem if group == 1 else pts.g2_to_lem
+    dP = gmsm.upload_points(to_lem(P), group)
+    qraw = np.frombuffer(to_lem(Qs), dtype=np.uint64).reshape(64, -1)
+    # distinct Q rows: Q_j = Qs[j % 64] + Qs[(j // 64) % 64] computed with the same kernel
+    dQs = cupy.asarray(qraw)
+    dQ = cupy.empty((k, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
+    launch("msm", f"g{group}_add_tables", grid_for(k), 256, (dQs, np.uint32(64), dQs, np.uint32(k), dQ), "bench Q table")
+    out = cupy.empty((n, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
+    launch("msm", f"g{group}_add_tables", grid_for(n), 256, (dP, np.uint32(m), dQ, np.uint32(n), out), "bench bases")
+    cupy.cuda.get_current_stream().synchronize()
+    return out
+
+
+def device_scalars(n: int, kind: str) -> cupy.ndarray:
+    """Random Montgomery scalars generated on the device (uniform below r, up to a negligible bias)."""
+    if kind == "bits":
+        s = cupy.zeros((n, 4), dtype=cupy.uint64)
+        s[:, 0] = (cupy.random.random(n) < 0.5).astype(cupy.uint64)  # 0/1, canonical
+        out = cupy.empty_like(s)
+        launch("fr_ops", "fr_to_mont", grid_for(n), 256, (s, out, np.uint32(n)), "bench scalars")
+        return out
+    lo = cupy.random.randint(0, 2**32, size=(n, 4), dtype=cupy.int64).astype(cupy.uint64)
+    hi = cupy.random.randint(0, 2**32, size=(n, 4), dtype=cupy.int64).astype(cupy.uint64)
+    raw = (hi << cupy.uint64(32)) | lo
+    raw[:, 3] &= cupy.uint64((1 << 62) - 1)  # < 2^254 < r: valid canonical values
+    out = cupy.empty_like(raw)
+    launch("fr_ops", "fr_to_mont", grid_for(n), 256, (raw, out, np.uint32(n)), "bench scalars")
+    return out
+
+
+def stat(xs: list[float]) -> dict:
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "runs": xs}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--g1", type=int, nargs=2, default=[16, 26])
+    ap.add_argument("--g1-bits", type=int, nargs=2, default=[24, 26])
+    ap.add_argument("--g2", type=int, nargs=2, default=[16, 24])
+    ap.add_argument("--ntt", type=int, nargs=2, default=[16, 27])
+    ap.add_argument("--cpu", type=int, nargs="*", default=[16, 18])
+    ap.add_argument("--step", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    rows = []
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    dev = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+
+    def report(kind, log_n, xs, floor=None, extra=""):
+        st = stat(xs)
+        row = {"kind": kind, "log_n": log_n, **st}
+        if floor:
+            row["floor_s"] = floor
+            row["x_floor"] = st["median"] / floor
+        rows.append(row)
+        f = f"  {row['x_floor']:.2f}x floor" if floor else ""
+        print(f"{kind:<14} 2^{log_n:<3} median {st['median'] * 1e3:10.3f} ms  ({st['min'] * 1e3:.3f}-{st['max'] * 1e3:.3f}){f} {extra}", flush=True)
+
+    def msm_rows(group, lo, hi, kind):
+        maxn = 1 << hi
+        bases = device_bases(group, maxn)
+        for log_n in range(lo, hi + 1, a.step):
+            n = 1 << log_n
+            s = device_scalars(n, kind)
+            b = bases[:n]
+            floor = FLOOR_G1_2_26 * n / (1 << 26) * (FLOOR_G2_FACTOR if group == 2 else 1.0)
+            xs = timed(lambda: gmsm.msm(group, b, s), a.reps)
+            report(f"G{group} MSM {kind}", log_n, xs, floor if kind == "random" else None, f"window {gmsm.choose_window(n, group)}")
+            s = None
+        del bases
+        cupy.get_default_memory_pool().free_all_blocks()
+
+    if a.g1[0] <= a.g1[1]:
+        msm_rows(1, a.g1[0], a.g1[1], "random")
+    if a.g1_bits[0] <= a.g1_bits[1]:
+        msm_rows(1, a.g1_bits[0], a.g1_bits[1], "bits")
+    if a.g2[0] <= a.g2[1]:
+        msm_rows(2, a.g2[0], a.g2[1], "random")
+    for log_n in range(a.ntt[0], a.ntt[1] + 1, 1 if a.step == 1 else 1):
+        if log_n > a.ntt[1]:
+            break
+        d = gntt.domain(log_n)
+        x = device_scalars(1 << log_n, "random")
+        xs = timed(lambda: d.ntt(x), a.reps)
+        report("NTT", log_n, xs, FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26)
+        xs = timed(lambda: d.evals_to_coset(x, 7), a.reps)
+        report("iNTT+coset NTT", log_n, xs)
+        x = d = None
+        gntt._domain_cached.cache_clear()
+        cupy.get_default_memory_pool().free_all_blocks()
+    for log_n in a.cpu:
+        n = 1 << log_n
+        from py_arkworks_bls12381 import G1Point
+
+        bases = pts.g1_from_lem(cupy.asnumpy(device_bases(1, n)).tobytes(), n)
+        s = fr.random(n)
+        xs = []
+        for _ in range(max(1, a.reps // 2)):
+            t = time.perf_counter()
+            cmsm.msm_submit(G1Point, bases, s).result()
+            xs.append(time.perf_counter() - t)
+        report("CPU G1 MSM", log_n, xs, extra=f"({cmsm.worker_count()} threads)")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"device": dev, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""The GPU prover backend: a/b/c, H and every G1 MSM on the device; B_G2 on the device or on CPU threads.
+
+``start`` runs the GPU part (upload of the witness, sparse mat-vecs, NTTs, MSMs) and returns; when
+B_G2 runs on the CPU ("A4" in the original daemon's numbering) it is left running on the MSM thread
+pool so that ``finish`` only waits for it. The SRS, the constraint matrices and the NTT twiddles stay
+resident on the device, attached to the key (one copy per device).
+
+Switches (environment): ``CUZK_B_G2=gpu|cpu`` (default gpu), ``CUZK_PINNED=1|0`` (witness upload
+through a pinned staging buffer; default 1), ``CUZK_MSM_WINDOW`` (force a window size).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import cupy
+import numpy as np
+from py_arkworks_bls12381 import G2Point
+
+from ..curve import msm as cmsm
+from ..groth16.keys import SNARKJS, ProvingKey
+from ..groth16.quotient import coset_params
+from ..timing import Timer
+from . import msm as gmsm
+from . import ntt as gntt
+from .runtime import BLOCK, grid_for, launch, op_errors
+
+_GROUP = {"a": 1, "b1": 1, "l": 1, "h": 1, "b2": 2}
+
+
+class DeviceKey:
+    """Per-device resident copy of a proving key's SRS vectors and matrices."""
+
+    def __init__(self, pk: ProvingKey, device: int):
+        self.device = device
+        with cupy.cuda.Device(device), op_errors(f"uploading the SRS of {pk.source} to GPU {device}"):
+            self.points = {name: gmsm.upload_points(pk.raw[name], g) for name, g in _GROUP.items()}
+            self.mats = {}
+            for key, m in (("A", pk.A), ("B", pk.B), ("C", pk.C)):
+                if m is not None:
+                    self.mats[key] = (cupy.asarray(m.row_ptr), cupy.asarray(m.cols), cupy.asarray(m.vals), m.n_rows)
+            if pk.style != SNARKJS:
+                n_in = pk.n_public + 1
+                aux_idx = lambda d: np.flatnonzero(d).astype(np.int64) + n_in  # noqa: E731
+                self.a_index = cupy.asarray(np.concatenate([np.arange(n_in), aux_idx(pk.a_aux_density)]))
+                self.b_index = cupy.asarray(np.concatenate([np.flatnonzero(pk.b_inp_density), aux_idx(pk.b_aux_density)]))
+        self.nbytes = sum(int(a.nbytes) for a in self.points.values()) + sum(
+            int(x.nbytes) for v in self.mats.values() for x in v[:3])
+
+
+_key_lock = threading.Lock()
+
+
+def device_key(pk: ProvingKey, device: int | None = None) -> DeviceKey:
+    dev = cupy.cuda.Device().id if device is None else device
+    key = ("gpu", dev)
+    with _key_lock:
+        dk = pk._objs.get(key)
+        if dk is None:
+            dk = DeviceKey(pk, dev)
+            pk._objs[key] = dk
+    return dk
+
+
+def evict_device_key(pk: ProvingKey, device: int) -> int:
+    dk = pk._objs.pop(("gpu", device), None)
+    return dk.nbytes if dk else 0
+
+
+class _Events:
+    """CUDA-event phase timing on the current stream."""
+
+    def __init__(self, timer: Timer):
+        self.timer = timer
+        self.marks: list[tuple[str, cupy.cuda.Event, cupy.cuda.Event]] = []
+
+    def phase(self, name: str):
+        ev = self
+
+        class _Ctx:
+            def __enter__(self):
+                self.start = cupy.cuda.Event()
+                self.start.record()
+
+            def __exit__(self, *exc):
+                end = cupy.cuda.Event()
+                end.record()
+                ev.marks.append((name, self.start, end))
+
+        return _Ctx()
+
+    def flush(self) -> None:
+        for name, a, b in self.marks:
+            b.synchronize()
+            self.timer.record(name, cupy.cuda.get_elapsed_time(a, b))
+        self.marks.clear()
+
+
+_pinned_lock = threading.Lock()
+_pinned: dict[int, tuple[object, np.ndarray]] = {}
+
+
+def upload_fr(v: np.ndarray) -> cupy.ndarray:
+    """Host Fr vector -> device, through a reused pinned staging buffer unless CUZK_PINNED=0."""
+    if os.environ.get("CUZK_PINNED", "1") == "0":
+        return cupy.asarray(v)
+    nbytes = v.nbytes
+    with _pinned_lock:
+        dev = cupy.cuda.Device().id
+        buf = _pinned.get(dev)
+        if buf is None or buf[1].nbytes < nbytes:
+            mem = cupy.cuda.alloc_pinned_memory(max(nbytes, 1 << 20))
+            buf = (mem, np.frombuffer(mem, dtype=np.uint8, count=max(nbytes, 1 << 20)))
+            _pinned[dev] = buf
+        stage = buf[1][:nbytes].view(np.uint64).reshape(v.shape)
+        np.copyto(stage, v)
+        out = cupy.empty(v.shape, dtype=cupy.uint64)
+        out.set(stage)
+        cupy.cuda.get_current_stream().synchronize()  # the staging buffer is reused by the next upload
+        return out
+
+
+def spmv(mat, w: cupy.ndarray, n_out: int) -> cupy.ndarray:
+    row_ptr, cols, vals, rows = mat
+    out = cupy.zeros((n_out, 4), dtype=cupy.uint64)
+    launch("fr_ops", "spmv_csr", grid_for(rows), BLOCK, (row_ptr, cols, vals, w, out, np.uint32(rows)), f"sparse mat-vec of {rows} rows")
+    return out
+
+
+def _ew(name: str, *arrays, n: int):
+    launch("fr_ops", name, grid_for(n), BLOCK, (*arrays, np.uint32(n)), f"{name} of {n} elements")
+
+
+class GpuBackend:
+    name = "gpu"
+
+    def __init__(self):
+        self.b_g2_on = os.environ.get("CUZK_B_G2", "gpu")
+
+    def start(self, pk: ProvingKey, w: np.ndarray, timer: Timer):
+        ev = _Events(timer)
+        dk = device_key(pk)
+        n = pk.domain_size
+        with op_errors(f"GPU prove (key {pk.source})"):
+            with ev.phase("upload"):
+                wd = upload_fr(w)
+            with ev.phase("spmv"):
+                a = spmv(dk.mats["A"], wd, n)
+                b = spmv(dk.mats["B"], wd, n)
+                if "C" in dk.mats:
+                    c = spmv(dk.mats["C"], wd, n)
+                else:
+                    c = cupy.empty_like(a)
+                    _ew("fr_mul", a, b, c, n=n)
+            gen, shift = coset_params(pk.style, pk.domain_log)
+            dom = gntt.domain(pk.domain_log, gen)
+            for name, x in (("a", a), ("b", b), ("c", c)):
+                with ev.phase(f"ntt_{name}"):
+                    dom.evals_to_coset(x, shift)
+            with ev.phase("ntt_h"):
+                _ew("fr_mul_sub", a, b, c, a, n=n)
+                h = a
+                if pk.style != SNARKJS:
+                    from ..field.constants import R
+
+                    z_inv = pow((pow(shift, n, R) - 1) % R, -1, R)
+                    dom.scale_powers(h, 1, z_inv)
+                    dom.coset_intt(h, shift)
+                    h = h[: n - 1]
+            del b, c
+            if pk.style == SNARKJS:
+                sc = {"a": wd, "b": wd, "l": wd[pk.n_public + 1 :]}
+            else:
+                sc = {"a": wd[dk.a_index], "b": wd[dk.b_index], "l": wd[pk.n_public + 1 :]}
+            pending_b2 = None
+            if self.b_g2_on == "cpu":
+                from ..groth16.prover import msm_jobs
+
+                job = msm_jobs(pk, w)["b2"]
+                bases = pk.g2("b2")
+                if job.index is not None:
+                    bases = [bases[i] for i in job.index.tolist()]
+                    scal = job.scalars[job.index]
+                else:
+                    scal = job.scalars
+                pending_b2 = cmsm.msm_submit(G2Point, bases, scal)
+            res = {}
+            for name, scal_key, bases_key in (("a", "a", "a"), ("b1", "b", "b1"), ("l", "l", "l"), ("h", None, "h")):
+                with ev.phase(f"msm_{'b_g1' if name == 'b1' else name}"):
+                    s = h if scal_key is None else sc[scal_key]
+                    res[name] = gmsm.msm(1, dk.points[bases_key], cupy.ascontiguousarray(s))
+            if pending_b2 is None:
+                with ev.phase("msm_b_g2"):
+                    res["b2"] = gmsm.msm(2, dk.points["b2"], cupy.ascontiguousarray(sc["b"]))
+            ev.flush()
+        return {"res": res, "pending_b2": pending_b2, "t_b2": timer.elapsed_ms()}
+
+    def finish(self, state, timer: Timer) -> dict[str, object]:
+        res = state["res"]
+        if state["pending_b2"] is not None:
+            res["b2"] = state["pending_b2"].result()
+            timer.record("msm_b_g2", timer.elapsed_ms() - state["t_b2"])
+        return res

@@ -1,0 +1,100 @@
+// Radix-2 NTT over Fr in passes of up to 10 butterfly stages through shared memory.
+//
+// Conventions (same as cuzk/field/ntt.py, checked bit for bit against it):
+//   DIF (Gentleman-Sande): natural order in, bit-reversed order out.
+//   DIT (Cooley-Tukey):    bit-reversed order in, natural order out.
+// Butterfly at global bit p (half-size h = 2^p) uses omega^e, e = (i mod 2^p) << (log_n - 1 - p), from a
+// table tw[e] = omega^e, e < n/2 (omega or omega^-1 for the inverse transform).
+//
+// A pass covers the bit positions [lo, lo + s): each block loads a tile of 2^s "group" elements (the
+// indices that differ only in those bits) times 2^u consecutive low indices, so that warps read
+// 2^u * 32 contiguous bytes even when lo is large; s + u <= 10 (32 KiB of shared memory).
+#include "field.cuh"
+
+#define NTT_MAX_TILE_LOG 10
+
+extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
+                                    u32 dit) {
+    __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
+    const u32 tile_log = s + u;
+    const u32 nthreads = 1u << (tile_log - 1);
+    const u32 k = threadIdx.x;
+    if (k >= nthreads) return;  // block size is exactly nthreads; kept for safety
+    const u32 low_chunks_log = lo - u;
+    const u64 b = blockIdx.x;
+    const u64 low_chunk = b & ((1ull << low_chunks_log) - 1);
+    const u64 high = b >> low_chunks_log;
+    const u64 base = (high << (lo + s)) | (low_chunk << u);
+
+    // load: shared index x = t * 2^u + l  <->  global index base | (t << lo) | l
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        u32 x = k + half * nthreads;
+        u32 t = x >> u, l = x & ((1u << u) - 1);
+        tile[x] = load<FrTag>(data + (base | ((u64)t << lo) | l));
+    }
+    __syncthreads();
+
+    const u32 l = k & ((1u << u) - 1);
+    const u32 j = k >> u;
+    const u64 low_global = (low_chunk << u) | l;
+    for (u32 st = 0; st < s; st++) {
+        u32 q = dit ? st : (s - 1 - st);  // bit inside the tile's t index
+        u32 p = lo + q;                    // global bit
+        u32 t0 = ((j >> q) << (q + 1)) | (j & ((1u << q) - 1));
+        u32 x0 = (t0 << u) | l, x1 = ((t0 | (1u << q)) << u) | l;
+        u64 imod = (((u64)(t0 & ((1u << q) - 1))) << lo) | low_global;
+        Fr w = load<FrTag>(tw + (imod << (log_n - 1 - p)));
+        Fr a = tile[x0], c = tile[x1];
+        if (dit) {
+            Fr m = mul<FrTag>(c, w);
+            tile[x0] = add<FrTag>(a, m);
+            tile[x1] = sub<FrTag>(a, m);
+        } else {
+            tile[x0] = add<FrTag>(a, c);
+            tile[x1] = mul<FrTag>(sub<FrTag>(a, c), w);
+        }
+        __syncthreads();
+    }
+
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        u32 x = k + half * nthreads;
+        u32 t = x >> u, ll = x & ((1u << u) - 1);
+        store<FrTag>(data + (base | ((u64)t << lo) | ll), tile[x]);
+    }
+}
+
+__device__ __forceinline__ u32 bitrev(u32 i, u32 log_n) { return log_n ? (__brev(i) >> (32 - log_n)) : 0; }
+
+extern "C" __global__ void fr_bit_reverse(Fr* __restrict__ data, u32 log_n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (1u << log_n)) return;
+    u32 r = bitrev(i, log_n);
+    if (r > i) {
+        Fr a = load<FrTag>(data + i), b = load<FrTag>(data + r);
+        store<FrTag>(data + i, b);
+        store<FrTag>(data + r, a);
+    }
+}
+
+// data[i] *= scale * g^idx, idx = bitrev(i) when `reversed` (data in bit-reversed order) else i.
+// g^idx = lo_tbl[idx & (2^lo_bits - 1)] * hi_tbl[idx >> lo_bits].
+extern "C" __global__ void fr_scale_powers(Fr* __restrict__ data, u32 n, u32 log_n, u32 reversed,
+                                           const Fr* __restrict__ lo_tbl, const Fr* __restrict__ hi_tbl, u32 lo_bits,
+                                           const Fr* __restrict__ scale) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 idx = reversed ? bitrev(i, log_n) : i;
+    Fr g = mul<FrTag>(load<FrTag>(lo_tbl + (idx & ((1u << lo_bits) - 1))), load<FrTag>(hi_tbl + (idx >> lo_bits)));
+    g = mul<FrTag>(g, load<FrTag>(scale));
+    store<FrTag>(data + i, mul<FrTag>(load<FrTag>(data + i), g));
+}
+
+// out[e] = lo_tbl[e & mask] * hi_tbl[e >> lo_bits]: a power table (twiddles) from two short tables
+extern "C" __global__ void fr_power_table(Fr* __restrict__ out, u32 n, const Fr* __restrict__ lo_tbl,
+                                          const Fr* __restrict__ hi_tbl, u32 lo_bits) {
+    u32 e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n) return;
+    store<FrTag>(out + e, mul<FrTag>(load<FrTag>(lo_tbl + (e & ((1u << lo_bits) - 1))), load<FrTag>(hi_tbl + (e >> lo_bits))));
+}

@@ -1,0 +1,220 @@
+"""Multi-scalar multiplication on the GPU (Pippenger, signed digits, counting sort), G1 and G2.
+
+``msm(group, bases, scalars)`` takes device arrays: bases as LEM affine points (the zkey layout,
+uploaded once and kept resident) and scalars as a Montgomery Fr vector, and returns the sum as an
+arkworks point. Zero scalars are skipped; scalars equal to one are summed by a plain parallel
+reduction (the 0/1 fast path) and only the rest go through the buckets.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import cupy
+import numpy as np
+from py_arkworks_bls12381 import G1Point, G2Point
+
+from ..curve import points as pts
+from ..field.constants import Q, R
+from .runtime import BLOCK, GpuOutOfMemory, grid_for, launch, op_errors, synchronize, u32
+
+POINT_WORDS = {1: 12, 2: 24}  # affine point: uint64 words
+XYZZ_WORDS = {1: 24, 2: 48}
+REDUCE_BLOCK = {1: 128, 2: 64}  # must match MSM_ENTRY_POINTS in msm.cu
+ITEM_ENTRIES = 64  # max points one accumulation thread adds (splits crowded buckets)
+SEGMENT_LOG = 6  # buckets per thread in the window reduction
+
+
+@dataclass
+class MsmStats:
+    n: int
+    window: int
+    windows: int
+    nonzero: int = 0
+    ones: int = 0
+    entries: int = 0
+    chunks: int = 0
+
+
+def choose_window(n: int, group: int = 1, bits: int = 255) -> int:
+    """Window (bits) minimising windows x (points + reduction cost of the buckets).
+
+    The reduction walks every bucket with two full additions (~3 mixed additions' worth), so
+    cost(c) = ceil((bits+1)/c) * (n + 3 * 2^(c-1)); G2 buckets are twice as large, so its window is
+    capped lower to bound memory.
+    """
+    env = os.environ.get("CUZK_MSM_WINDOW")
+    if env:
+        return int(env)
+    best, best_cost = 4, math.inf
+    cap = 22 if group == 1 else 20
+    for c in range(4, cap + 1):
+        cost = math.ceil((bits + 1) / c) * (n + 3 * (1 << (c - 1)))
+        if cost < best_cost:
+            best, best_cost = c, cost
+    return best
+
+
+def estimate_bytes(n: int, group: int = 1, window: int | None = None) -> int:
+    """Device memory one MSM chunk of n points allocates (upper bound, for planning and tests)."""
+    c = window or choose_window(n, group)
+    nwin = -(-256 // c)
+    total = nwin << (c - 1)
+    words = XYZZ_WORDS[group] * 8
+    items = total + n * nwin // ITEM_ENTRIES + 1
+    return (4 * total * 4  # counts, offsets (+64-bit scan), item offsets
+            + n + 4 * n * nwin  # flags, entries
+            + 8 * items  # item start/len
+            + words * (items + total)  # partials, buckets
+            + 2 * words * (total >> min(SEGMENT_LOG, c - 1)) + words * (nwin + 4 * 132 + 2))
+
+
+def _poisoned(shape, dtype=cupy.uint64) -> cupy.ndarray:
+    """cupy.empty, filled with 0xFF bytes when CUZK_GPU_POISON=1 (tests: unwritten outputs show up)."""
+    a = cupy.empty(shape, dtype=dtype)
+    if os.environ.get("CUZK_GPU_POISON") == "1":
+        a.view(cupy.uint8).fill(0xFF)
+    return a
+
+
+def _k(group: int, name: str) -> str:
+    return f"g{group}_{name}"
+
+
+def _xyzz_to_point(words: np.ndarray, group: int):
+    """One XYZZ point (Montgomery limbs) -> arkworks point. x = X/ZZ, y = Y/ZZZ (R cancels)."""
+    raw = words.astype("<u8").tobytes()
+    k = 48
+    ints = [int.from_bytes(raw[k * i : k * (i + 1)], "little") for i in range(len(raw) // k)]
+    if group == 1:
+        X, Y, ZZ, ZZZ = ints
+        if ZZ == 0:
+            return G1Point.identity()
+        x = X * pow(ZZ, -1, Q) % Q
+        y = Y * pow(ZZZ, -1, Q) % Q
+        return pts.g1_from_ints(x, y, "GPU MSM result")
+    X = ints[0:2]
+    Y = ints[2:4]
+    ZZ = ints[4:6]
+    ZZZ = ints[6:8]
+    if ZZ == [0, 0]:
+        return G2Point.identity()
+
+    def inv2(a):
+        n = (a[0] * a[0] + a[1] * a[1]) % Q
+        ni = pow(n, -1, Q)
+        return [a[0] * ni % Q, (-a[1]) * ni % Q]
+
+    def mul2(a, b):
+        return [(a[0] * b[0] - a[1] * b[1]) % Q, (a[0] * b[1] + a[1] * b[0]) % Q]
+
+    x = mul2(X, inv2(ZZ))
+    y = mul2(Y, inv2(ZZZ))
+    return pts.g2_from_ints(x[0], x[1], y[0], y[1], "GPU MSM result")
+
+
+def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool,
+               stats: MsmStats) -> cupy.ndarray:
+    """One MSM on device arrays; returns the XYZZ result (device, XYZZ_WORDS[group] words)."""
+    n = scalars.shape[0]
+    c = window or choose_window(n, group)
+    nwin = -(-256 // c)
+    nb = 1 << (c - 1)
+    total = nwin * nb
+    stats.window, stats.windows = c, nwin
+    op = f"G{group} MSM of {n} points (window {c})"
+    words = XYZZ_WORDS[group]
+    with op_errors(op):
+        counts = cupy.zeros(total, dtype=cupy.uint32)
+        flags = _poisoned(max(1, n), cupy.uint8)
+        launch("msm", "msm_count", grid_for(n), BLOCK, (scalars, u32(n), np.int32(c), np.int32(nwin), np.int32(int(ones)), counts, flags), op)
+        offsets64 = cupy.cumsum(counts, dtype=cupy.uint64)
+        n_entries = int(offsets64[-1])
+        if n_entries >= 1 << 32:
+            raise GpuOutOfMemory(f"{op}: {n_entries} bucket entries exceed the 32-bit index space")
+        offsets = (offsets64 - counts).astype(cupy.uint32)
+        per_bucket_items = (counts + (ITEM_ENTRIES - 1)) // ITEM_ENTRIES
+        item_offsets = cupy.zeros(total + 1, dtype=cupy.uint32)
+        cupy.cumsum(per_bucket_items, out=item_offsets[1:])
+        nitems = int(item_offsets[-1])
+        stats.entries = n_entries
+        entries = _poisoned(max(1, n_entries), cupy.uint32)
+        cursor = offsets.copy()
+        launch("msm", "msm_scatter", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), cursor, entries), op)
+        del cursor
+        item_start = _poisoned(max(1, nitems), cupy.uint32)
+        item_len = _poisoned(max(1, nitems), cupy.uint32)
+        launch("msm", "msm_make_items", grid_for(total), BLOCK, (counts, offsets, item_offsets, u32(total), u32(ITEM_ENTRIES), item_start, item_len), op)
+        del offsets, per_bucket_items
+        partials = _poisoned((max(1, nitems), words))
+        launch("msm", _k(group, "accumulate"), grid_for(nitems, 128), 128, (bases, entries, item_start, item_len, u32(nitems), partials), op)
+        del entries, item_start, item_len
+        buckets = _poisoned((total, words))
+        launch("msm", _k(group, "bucket_sum"), grid_for(total, 128), 128, (partials, item_offsets, u32(total), buckets), op)
+        del partials, item_offsets
+        seg_log = min(SEGMENT_LOG, c - 1)
+        nseg = nb >> seg_log
+        segT = _poisoned((nwin * nseg, words))
+        segA = _poisoned((nwin * nseg, words))
+        launch("msm", _k(group, "segments"), grid_for(nwin * nseg, 64), 64,
+               (buckets, u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA), op)
+        del buckets
+        win = _poisoned((nwin, words))
+        rb = REDUCE_BLOCK[group]
+        launch("msm", _k(group, "window"), nwin, rb, (segT, segA, u32(nseg), np.int32(seg_log), win), op)
+        del segT, segA
+        extra = cupy.zeros((1, words), dtype=cupy.uint64)
+        n_extra = 0
+        if ones:
+            nblocks = max(1, min(grid_for(n, rb), 4 * 132))
+            part = _poisoned((nblocks, words))
+            launch("msm", _k(group, "masked_sum"), nblocks, rb, (bases, flags, u32(n), np.uint8(1), part), op)
+            launch("msm", _k(group, "reduce"), 1, rb, (part, u32(nblocks), extra), op)
+            n_extra = 1
+        out = _poisoned((1, words))
+        launch("msm", _k(group, "combine"), 1, 1, (win, np.int32(nwin), np.int32(c), extra, u32(n_extra), out), op)
+        if stats is not None:
+            f = cupy.asnumpy(flags[:n]) if n else np.zeros(0, np.uint8)
+            stats.nonzero += int((f != 0).sum())
+            stats.ones += int((f == 1).sum())
+        return out
+
+
+def msm(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None = None, ones: bool = True,
+        chunk: int | None = None, stats: MsmStats | None = None):
+    """sum_i scalars[i] * bases[i] (scalars: device Montgomery Fr vector; bases: device LEM points)."""
+    n = scalars.shape[0]
+    if bases.shape[0] < n:
+        raise ValueError(f"G{group} MSM with {n} scalars but {bases.shape[0]} bases")
+    stats = stats if stats is not None else MsmStats(n, 0, 0)
+    chunk = chunk or n
+    parts = []
+    start = 0
+    while start < n:
+        size = min(chunk, n - start)
+        try:
+            parts.append(_msm_chunk(group, bases[start : start + size], scalars[start : start + size], window, ones, stats))
+            stats.chunks += 1
+            start += size
+        except GpuOutOfMemory:
+            if size <= 1 << 12:
+                raise
+            cupy.get_default_memory_pool().free_all_blocks()
+            chunk = size // 2  # out of memory: retry this range in halves
+    synchronize(f"G{group} MSM of {n} points")
+    acc = G1Point.identity() if group == 1 else G2Point.identity()
+    for p in parts:
+        acc = acc + _xyzz_to_point(cupy.asnumpy(p)[0], group)
+    return acc
+
+
+def upload_points(raw, group: int) -> cupy.ndarray:
+    """LEM point bytes -> device array of shape (n, POINT_WORDS[group]) uint64."""
+    words = POINT_WORDS[group]
+    host = np.frombuffer(raw, dtype=np.uint64).reshape(-1, words)
+    return cupy.asarray(host)
+
+
+__all__ = ["msm", "choose_window", "upload_points", "MsmStats", "R"]

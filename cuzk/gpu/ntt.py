@@ -1,0 +1,148 @@
+"""NTTs on the GPU: the same transforms as :mod:`cuzk.field.ntt`, data staying on the device.
+
+The raw passes are DIF (natural -> bit-reversed) and DIT (bit-reversed -> natural); chaining an inverse
+DIF, a coset scaling in bit-reversed index order and a forward DIT evaluates a polynomial given by its
+values on the domain at a coset, with no bit-reversal pass at all (what the prover's H step needs).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import cupy
+import numpy as np
+
+from ..field import fr
+from ..field.constants import R, SNARKJS_ROOT_GENERATOR, root_of_unity
+from .runtime import BLOCK, grid_for, launch, op_errors, u32
+
+TILE_LOG = 10  # stages per pass at most (2^10 elements, 32 KiB of shared memory)
+COALESCE_LOG = 4  # consecutive low indices per tile row when the pass works on high bits
+
+
+def plan_passes(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
+    """(lo, s, u) per pass: bits [lo, lo+s) of the index, 2^u consecutive low indices per tile row."""
+    passes = []
+    if dit:
+        lo = 0
+        while lo < log_n:
+            u = min(lo, COALESCE_LOG)
+            s = min(TILE_LOG - u, log_n - lo)
+            passes.append((lo, s, u))
+            lo += s
+    else:
+        hi = log_n
+        while hi > 0:
+            if hi <= TILE_LOG:
+                s, u = hi, 0
+            else:
+                u = COALESCE_LOG
+                s = min(TILE_LOG - u, hi - u)
+            passes.append((hi - s, s, u))
+            hi -= s
+    return passes
+
+
+def _split_powers(g: int, n: int) -> tuple[cupy.ndarray, cupy.ndarray, int]:
+    """Tables lo[j] = g^j (j < 2^b) and hi[k] = g^(k 2^b) so that g^e = lo[e & mask] * hi[e >> b]."""
+    b = max(1, (max(1, n).bit_length() + 1) // 2)
+    lo = fr.powers(g, 1 << b)
+    hi = fr.powers(pow(g, 1 << b, R), max(1, -(-n >> b)))
+    return cupy.asarray(lo), cupy.asarray(hi), b
+
+
+class GpuDomain:
+    """Domain of size 2^log_n from ``generator`` with twiddle tables resident on the device."""
+
+    def __init__(self, log_n: int, generator: int = SNARKJS_ROOT_GENERATOR):
+        self.log_n = log_n
+        self.size = 1 << log_n
+        self.generator = generator
+        self.omega = root_of_unity(log_n, generator)
+        self.omega_inv = pow(self.omega, -1, R)
+        self.size_inv = pow(self.size, -1, R)
+        half = max(1, self.size // 2)
+        with op_errors(f"NTT 2^{log_n} twiddle tables"):
+            self.tw = self._table(self.omega, half)
+            self.tw_inv = self._table(self.omega_inv, half)
+
+    @staticmethod
+    def _table(g: int, n: int) -> cupy.ndarray:
+        lo, hi, b = _split_powers(g, n)
+        out = cupy.empty((n, 4), dtype=cupy.uint64)
+        launch("ntt", "fr_power_table", grid_for(n), BLOCK, (out, u32(n), lo, hi, u32(b)), "twiddle table")
+        return out
+
+    def _check(self, a: cupy.ndarray) -> None:
+        if a.shape != (self.size, 4) or a.dtype != cupy.uint64 or not a.flags.c_contiguous:
+            raise ValueError(f"expected a contiguous device Fr vector of shape ({self.size}, 4), got {a.shape} {a.dtype}")
+
+    def _passes(self, a: cupy.ndarray, dit: bool, inverse: bool) -> None:
+        tw = self.tw_inv if inverse else self.tw
+        op = f"NTT 2^{self.log_n} ({'DIT' if dit else 'DIF'}{', inverse' if inverse else ''})"
+        for lo, s, u in plan_passes(self.log_n, dit):
+            grid = 1 << (self.log_n - s - u)
+            launch("ntt", "ntt_pass", grid, 1 << (s + u - 1), (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit))), op)
+
+    def bit_reverse(self, a: cupy.ndarray) -> None:
+        launch("ntt", "fr_bit_reverse", grid_for(self.size), BLOCK, (a, u32(self.log_n)), f"bit reversal 2^{self.log_n}")
+
+    def scale_powers(self, a: cupy.ndarray, g: int, scale: int = 1, reversed_order: bool = False) -> None:
+        """a[i] *= scale * g^idx (idx = bitrev(i) if the data is in bit-reversed order)."""
+        lo, hi, b = _split_powers(g % R, self.size)
+        k = cupy.asarray(fr.mont_scalar(scale).reshape(1, 4))
+        launch("ntt", "fr_scale_powers", grid_for(self.size), BLOCK,
+               (a, u32(self.size), u32(self.log_n), u32(int(reversed_order)), lo, hi, u32(b), k), f"coset scaling 2^{self.log_n}")
+
+    # natural-order transforms (same contract as cuzk.field.ntt.Domain), in place
+    def ntt(self, a: cupy.ndarray) -> cupy.ndarray:
+        self._check(a)
+        if self.log_n:
+            self.bit_reverse(a)
+            self._passes(a, dit=True, inverse=False)
+        return a
+
+    def intt(self, a: cupy.ndarray) -> cupy.ndarray:
+        self._check(a)
+        if self.log_n:
+            self._passes(a, dit=False, inverse=True)
+            self.bit_reverse(a)
+        self.scale_powers(a, 1, self.size_inv)
+        return a
+
+    def coset_ntt(self, a: cupy.ndarray, shift: int) -> cupy.ndarray:
+        self._check(a)
+        self.scale_powers(a, shift)
+        return self.ntt(a)
+
+    def coset_intt(self, a: cupy.ndarray, shift: int) -> cupy.ndarray:
+        self._check(a)
+        if self.log_n:
+            self._passes(a, dit=False, inverse=True)
+        self.scale_powers(a, pow(shift, -1, R), self.size_inv, reversed_order=True)
+        if self.log_n:
+            self.bit_reverse(a)
+        return a
+
+    def evals_to_coset(self, a: cupy.ndarray, shift: int) -> cupy.ndarray:
+        """Values on the domain -> values on shift * domain (iNTT, scale, NTT; no bit reversal)."""
+        self._check(a)
+        if self.log_n:
+            self._passes(a, dit=False, inverse=True)
+        self.scale_powers(a, shift, self.size_inv, reversed_order=True)
+        if self.log_n:
+            self._passes(a, dit=True, inverse=False)
+        return a
+
+
+@functools.lru_cache(maxsize=8)
+def _domain_cached(dev: int, log_n: int, generator: int) -> GpuDomain:
+    return GpuDomain(log_n, generator)
+
+
+def domain(log_n: int, generator: int = SNARKJS_ROOT_GENERATOR) -> GpuDomain:
+    return _domain_cached(cupy.cuda.Device().id, log_n, generator)
+
+
+def to_host(a: cupy.ndarray) -> np.ndarray:
+    return cupy.asnumpy(a)

@@ -1,0 +1,72 @@
+"""Kernel launches with errors that name the operation, and device-memory helpers."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import cupy
+import numpy as np
+
+from .. import CuzkError
+from .build import load_module
+
+BLOCK = 256
+
+
+class GpuError(CuzkError):
+    """A CUDA error, named with the operation and sizes that caused it."""
+
+
+class GpuOutOfMemory(GpuError):
+    pass
+
+
+_kernels: dict[tuple[str, str, int], object] = {}
+
+
+def kernel(module: str, name: str):
+    dev = cupy.cuda.Device().id
+    key = (module, name, dev)
+    k = _kernels.get(key)
+    if k is None:
+        k = load_module(module).get_function(name)
+        _kernels[key] = k
+    return k
+
+
+def launch(module: str, name: str, grid: int, block: int, args: tuple, op: str, shared: int = 0) -> None:
+    if grid <= 0:
+        return
+    try:
+        kernel(module, name)((int(grid),), (int(block),), args, shared_mem=shared)
+    except cupy.cuda.driver.CUDADriverError as e:
+        raise GpuError(f"{op}: kernel {name} (grid {grid} x {block}) failed: {e}") from None
+
+
+def grid_for(n: int, block: int = BLOCK) -> int:
+    return (int(n) + block - 1) // block
+
+
+@contextmanager
+def op_errors(op: str):
+    """Turn CUDA errors and allocation failures inside the block into GpuError naming ``op``."""
+    try:
+        yield
+    except cupy.cuda.memory.OutOfMemoryError as e:
+        raise GpuOutOfMemory(f"{op}: out of GPU memory ({e})") from None
+    except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as e:
+        raise GpuError(f"{op}: CUDA error: {e}") from None
+
+
+def synchronize(op: str) -> None:
+    with op_errors(op):
+        cupy.cuda.get_current_stream().synchronize()
+
+
+def to_device_fr(v: np.ndarray) -> cupy.ndarray:
+    """A host Fr vector (n, 4) uint64 onto the device."""
+    return cupy.asarray(np.ascontiguousarray(v, dtype=np.uint64))
+
+
+def u32(x: int) -> np.uint32:
+    return np.uint32(x)

@@ -1,0 +1,252 @@
+"""GPU kernels against the CPU path, bit for bit, on fresh random inputs (marker `gpu`).
+
+Skipped where CuPy sees no GPU. Run on the device with `bash bench/device_run.sh` (see README).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuzk import gpu
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu.available(), reason="no CUDA GPU visible to CuPy")]
+
+if gpu.available():
+    import cupy
+    from py_arkworks_bls12381 import G1Point, G2Point
+
+    from cuzk.curve import msm as cmsm
+    from cuzk.curve import points as pts
+    from cuzk.field import fr
+    from cuzk.field.constants import R
+    from cuzk.field.ntt import domain as cpu_domain
+    from cuzk.gpu import msm as gmsm
+    from cuzk.gpu import ntt as gntt
+    from cuzk.gpu.runtime import GpuOutOfMemory
+
+FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def poison(monkeypatch):
+    monkeypatch.setenv("CUZK_GPU_POISON", "1")
+
+
+def rand_fr(n: int) -> "np.ndarray":
+    return fr.random(n)
+
+
+# ---------------------------------------------------------------------------------------------
+# NTT
+
+
+@pytest.mark.parametrize("gen", [5, 7])
+@pytest.mark.parametrize("log_n", [1, 2, 3, 5, 8, 10, 11, 12, 13, 15, 16, 18, 20])
+def test_ntt_matches_cpu(log_n, gen):
+    n = 1 << log_n
+    x = rand_fr(n)
+    cd = cpu_domain(log_n, gen)
+    gd = gntt.domain(log_n, gen)
+    shift = 1 + secrets.randbelow(R - 1)
+    cases = [
+        ("ntt", lambda v: cd.ntt(v), lambda d: gd.ntt(d)),
+        ("intt", lambda v: cd.intt(v), lambda d: gd.intt(d)),
+        ("coset_ntt", lambda v: cd.coset_ntt(v, shift), lambda d: gd.coset_ntt(d, shift)),
+        ("coset_intt", lambda v: cd.coset_intt(v, shift), lambda d: gd.coset_intt(d, shift)),
+        ("evals_to_coset", lambda v: cd.coset_ntt(cd.intt(v), shift), lambda d: gd.evals_to_coset(d, shift)),
+    ]
+    for name, cpu_f, gpu_f in cases:
+        want = cpu_f(x)
+        d = cupy.asarray(x)
+        got = cupy.asnumpy(gpu_f(d))
+        assert np.array_equal(got, want), f"{name} 2^{log_n} gen {gen}"
+
+
+def test_ntt_round_trip_large():
+    log_n = 22
+    x = cupy.asarray(np.tile(rand_fr(1 << 12), (1 << 10, 1)))
+    ref = x.copy()
+    d = gntt.domain(log_n)
+    d.intt(d.ntt(x))
+    assert bool(cupy.all(x == ref))
+
+
+# ---------------------------------------------------------------------------------------------
+# MSM
+
+
+def _random_points(group: int, m: int) -> list:
+    base = G1Point() if group == 1 else G2Point()
+    return [base * cmsm.scalar(1 + secrets.randbelow(R - 1)) for _ in range(m)]
+
+
+def _device_bases(group: int, n: int, infinity_every: int = 0):
+    """n distinct device bases P[i % m] + Q[i // m] and the same points on the host."""
+    m = 64
+    P = _random_points(group, m)
+    Qn = max(1, -(-n // m))
+    Qp = _random_points(group, min(Qn, 64))
+    Qp = (Qp * (-(-Qn // len(Qp))))[:Qn]  # repeated rows of Q: repeated bases too when n > 64*64
+    to_lem = pts.g1_to_lem if group == 1 else pts.g2_to_lem
+    dP = gmsm.upload_points(to_lem(P), group)
+    dQ = gmsm.upload_points(to_lem(Qp), group)
+    out = cupy.empty((n, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
+    from cuzk.gpu.runtime import grid_for, launch
+
+    launch("msm", f"g{group}_add_tables", grid_for(n), 256, (dP, np.uint32(m), dQ, np.uint32(n), out), "test bases")
+    if infinity_every:
+        out[::infinity_every] = 0
+    raw = cupy.asnumpy(out).tobytes()
+    host = pts.g1_from_lem(raw, n) if group == 1 else pts.g2_from_lem(raw, n)
+    return out, host
+
+
+def _cpu_msm(group, host, s):
+    g = G1Point if group == 1 else G2Point
+    return cmsm.msm_submit(g, host, s).result()
+
+
+def _scalars(kind: str, n: int) -> "np.ndarray":
+    if kind == "random":
+        return rand_fr(n)
+    if kind == "zero":
+        return fr.zeros(n)
+    if kind == "one":
+        return np.tile(fr.one_mont(), (n, 1))
+    if kind == "r-1":
+        return fr.from_ints([R - 1] * n)
+    if kind == "bits":  # Filecoin-like: mostly 0/1, some full-size
+        vals = [secrets.choice([0, 1, 1, 1, secrets.randbelow(R)]) for _ in range(n)]
+        return fr.from_ints(vals)
+    if kind == "small":
+        return fr.from_ints([secrets.randbelow(1 << 20) for _ in range(n)])
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 17, 255, 1000, 4097, (1 << 16) + 3])
+@pytest.mark.parametrize("kind", ["random", "zero", "one", "r-1", "bits", "small"])
+def test_msm_g1_matches_cpu(n, kind):
+    bases, host = _device_bases(1, n, infinity_every=7 if n > 10 else 0)
+    s = _scalars(kind, n)
+    got = gmsm.msm(1, bases, cupy.asarray(s))
+    want = _cpu_msm(1, host, s)
+    assert got == want, (n, kind)
+    assert got.to_xy_bytes_le() == want.to_xy_bytes_le()
+
+
+@pytest.mark.parametrize("n", [1, 5, 300, 4099])
+@pytest.mark.parametrize("kind", ["random", "one", "bits", "r-1"])
+def test_msm_g2_matches_cpu(n, kind):
+    bases, host = _device_bases(2, n, infinity_every=5 if n > 10 else 0)
+    s = _scalars(kind, n)
+    got = gmsm.msm(2, bases, cupy.asarray(s))
+    assert got == _cpu_msm(2, host, s), (n, kind)
+
+
+@pytest.mark.parametrize("window", [4, 7, 11, 16])
+def test_msm_window_override(window):
+    n = 3000
+    bases, host = _device_bases(1, n)
+    s = rand_fr(n)
+    want = _cpu_msm(1, host, s)
+    assert gmsm.msm(1, bases, cupy.asarray(s), window=window) == want
+    assert gmsm.msm(1, bases, cupy.asarray(s), window=window, ones=False) == want
+
+
+def test_msm_large_with_repeated_bases():
+    n = (1 << 20) + 7
+    bases, host = _device_bases(1, n)
+    s = _scalars("bits", n)
+    assert gmsm.msm(1, bases, cupy.asarray(s)) == _cpu_msm(1, host, s)
+
+
+def test_msm_chunked_equals_whole():
+    n = 10000
+    bases, host = _device_bases(1, n)
+    s = rand_fr(n)
+    d = cupy.asarray(s)
+    assert gmsm.msm(1, bases, d, chunk=999) == gmsm.msm(1, bases, d) == _cpu_msm(1, host, s)
+
+
+def test_msm_out_of_memory_falls_back_to_chunks():
+    n = 1 << 16
+    bases, host = _device_bases(1, n)
+    s = cupy.asarray(rand_fr(n))
+    want = gmsm.msm(1, bases, s)
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    whole, half = gmsm.estimate_bytes(n), gmsm.estimate_bytes(n // 2)
+    assert half < whole
+    pool.set_limit(size=pool.used_bytes() + (half + whole) // 2)  # too small for the whole, enough for halves
+    st = gmsm.MsmStats(n, 0, 0)
+    try:
+        got = gmsm.msm(1, bases, s, stats=st)
+    finally:
+        pool.set_limit(size=0)
+    assert st.chunks > 1, "the limit did not force chunking"
+    assert got == want
+
+
+def test_msm_out_of_memory_error_names_the_operation():
+    n = 1 << 12
+    bases, _ = _device_bases(1, n)
+    s = cupy.asarray(rand_fr(n))
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    pool.set_limit(size=pool.used_bytes() + 4096)
+    try:
+        with pytest.raises(GpuOutOfMemory, match=r"G1 MSM of 4096 points \(window \d+\): out of GPU memory"):
+            gmsm.msm(1, bases, s)
+    finally:
+        pool.set_limit(size=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# end-to-end GPU prover
+
+
+@pytest.mark.parametrize("style", ["snarkjs", "bellperson"])
+@pytest.mark.parametrize("b_g2", ["gpu", "cpu"])
+def test_gpu_prover_equals_cpu(style, b_g2, monkeypatch):
+    from cuzk.groth16 import prover, setup, verifier, zkey
+    from cuzk.r1cs import r1cs, wtns
+
+    monkeypatch.setenv("CUZK_B_G2", b_g2)
+    prover._BACKENDS.pop("gpu", None)
+    rc = r1cs.read_r1cs(FIX / "example" / "circuit.r1cs")
+    w = wtns.read_wtns(FIX / "example" / "witness.wtns")
+    pk = zkey.read_zkey(FIX / "example" / "circuit.zkey") if style == "snarkjs" else setup.setup(rc.pce, style, quiet=True)
+    r, s = secrets.randbelow(R), secrets.randbelow(R)
+    cpu = prover.prove(pk, w, backend="cpu", r=r, s=s)
+    g = prover.prove(pk, w, backend="gpu", r=r, s=s)
+    assert g.proof == cpu.proof
+    assert verifier.verify(pk.vk, g.public, g.proof)
+    for phase in ("upload", "spmv", "ntt_a", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l", "msm_h", "finalize", "verify", "total"):
+        assert phase in g.timings, phase
+    prover._BACKENDS.pop("gpu", None)
+
+
+def test_gpu_prover_rejects_bad_witness():
+    from cuzk.groth16 import prover, zkey
+    from cuzk.r1cs import wtns
+
+    pk = zkey.read_zkey(FIX / "example" / "circuit.zkey")
+    w = wtns.read_wtns(FIX / "example" / "witness.wtns")
+    w[-1] = w[-2]
+    with pytest.raises(prover.ProofCheckError, match="gpu backend"):
+        prover.prove(pk, w, backend="gpu")
+
+
+def test_pinned_switch_gives_same_upload(monkeypatch):
+    from cuzk.gpu.backend import upload_fr
+
+    v = rand_fr(12345)
+    monkeypatch.setenv("CUZK_PINNED", "1")
+    a = cupy.asnumpy(upload_fr(v))
+    monkeypatch.setenv("CUZK_PINNED", "0")
+    b = cupy.asnumpy(upload_fr(v))
+    assert np.array_equal(a, v) and np.array_equal(b, v)
