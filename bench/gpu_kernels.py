@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import statistics
 import sys
@@ -52,24 +53,46 @@ def timed(fn, reps: int) -> list[float]:
 
 
 def device_bases(group: int, n: int) -> cupy.ndarray:
+    """n distinct points: tables grown 64x per level by adding 64 fresh random points (P[i % m] + Q[i / m])."""
     from py_arkworks_bls12381 import G1Point, G2Point
 
     base = G1Point() if group == 1 else G2Point()
-    m = 64
-    P = [base * cmsm.scalar(1 + secrets.randbelow(R - 1)) for _ in range(m)]
-    k = -(-n // m)
-    Qs = [base * cmsm.scalar(1 + secrets.randbelow(R - 1)) for _ in range(64)]
     to_lem = pts.g1_to_lem if group == 1 else pts.g2_to_lem
-    dP = gmsm.upload_points(to_lem(P), group)
-    qraw = np.frombuffer(to_lem(Qs), dtype=np.uint64).reshape(64, -1)
-    # distinct Q rows: Q_j = Qs[j % 64] + Qs[(j // 64) % 64] computed with the same kernel
-    dQs = cupy.asarray(qraw)
-    dQ = cupy.empty((k, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
-    launch("msm", f"g{group}_add_tables", grid_for(k), 256, (dQs, np.uint32(64), dQs, np.uint32(k), dQ), "bench Q table")
-    out = cupy.empty((n, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
-    launch("msm", f"g{group}_add_tables", grid_for(n), 256, (dP, np.uint32(m), dQ, np.uint32(n), out), "bench bases")
+
+    def fresh(k):
+        return gmsm.upload_points(to_lem([base * cmsm.scalar(1 + secrets.randbelow(R - 1)) for _ in range(k)]), group)
+
+    table = fresh(64)
+    while table.shape[0] < n:
+        m = table.shape[0]
+        size = min(n, m * 64)
+        q = fresh(-(-size // m))
+        out = cupy.empty((size, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
+        launch("msm", f"g{group}_add_tables", grid_for(size), 256, (table, np.uint32(m), q, np.uint32(size), out), "bench bases")
+        table = out
     cupy.cuda.get_current_stream().synchronize()
-    return out
+    return table[:n]
+
+
+def check_against_cpu(group: int, log_n: int) -> bool:
+    from py_arkworks_bls12381 import G1Point, G2Point
+
+    n = 1 << log_n
+    b = device_bases(group, n)
+    s = fr.random(n)
+    host = pts.g1_from_lem(cupy.asnumpy(b).tobytes(), n) if group == 1 else pts.g2_from_lem(cupy.asnumpy(b).tobytes(), n)
+    want = cmsm.msm_submit(G1Point if group == 1 else G2Point, host, s).result()
+    return gmsm.msm(group, b, cupy.asarray(s)) == want
+
+
+def mul_probe(field: str) -> float:
+    """Field multiplications per second (4 independent chains per thread, 132*8 blocks of 256)."""
+    words = 6 if field == "fq" else 4
+    threads = 132 * 8 * 256
+    data = cupy.asarray(np.tile(fr.random(1).view(np.uint64)[0, :words] if words == 4 else np.arange(1, 7, dtype=np.uint64), (4 * threads, 1)))
+    iters = 2000
+    xs = timed(lambda: launch("msm", f"{field}_mul_probe", 132 * 8, 256, (data, np.int32(iters)), "probe"), 3)
+    return threads * 4 * iters / statistics.median(xs)
 
 
 def device_scalars(n: int, kind: str) -> cupy.ndarray:
@@ -126,12 +149,27 @@ def main() -> int:
             s = device_scalars(n, kind)
             b = bases[:n]
             floor = FLOOR_G1_2_26 * n / (1 << 26) * (FLOOR_G2_FACTOR if group == 2 else 1.0)
-            xs = timed(lambda: gmsm.msm(group, b, s), a.reps)
-            report(f"G{group} MSM {kind}", log_n, xs, floor if kind == "random" else None, f"window {gmsm.choose_window(n, group)}")
+            gmsm._Profile.totals.clear()
+            st = gmsm.MsmStats(n, 0, 0)
+            xs = timed(lambda: gmsm.msm(group, b, s, stats=st), a.reps)
+            prof = {k: v / (a.reps + 1) for k, v in gmsm._Profile.totals.items()}
+            report(f"G{group} MSM {kind}", log_n, xs, floor if kind == "random" else None, f"window {st.window}")
+            rows[-1]["kernels_ms"] = prof
+            print("    " + " ".join(f"{k}={v:.2f}" for k, v in prof.items()), flush=True)
             s = None
         del bases
         cupy.get_default_memory_pool().free_all_blocks()
 
+    for f in ("fq", "fr"):
+        rate = mul_probe(f)
+        rows.append({"kind": f"{f} mul/s", "value": rate})
+        print(f"{f} Montgomery mul: {rate / 1e9:.2f} G/s", flush=True)
+    for g in (1, 2):
+        ok = check_against_cpu(g, 14)
+        print(f"G{g} MSM 2^14 equals arkworks: {ok}", flush=True)
+        if not ok:
+            return 1
+    os.environ["CUZK_MSM_PROFILE"] = "1"
     if a.g1[0] <= a.g1[1]:
         msm_rows(1, a.g1[0], a.g1[1], "random")
     if a.g1_bits[0] <= a.g1_bits[1]:

@@ -288,6 +288,21 @@ def cmd_demo(a) -> int:
     return EXIT_OK if ok else EXIT_INVALID
 
 
+def cmd_gpu_info(a) -> int:
+    from .. import gpu
+
+    if not gpu.available():
+        raise CuzkError("no CUDA GPU visible (CuPy missing or no device); the CPU backend is used")
+    from ..gpu import build
+
+    info = build.info()
+    _print_kv([("device", info["device"]), ("architecture", info["arch"]), ("NVRTC", info["nvrtc"]),
+               ("options", " ".join(info["options"])), ("cache folder", info["cache_dir"])])
+    for name, m in info["modules"].items():
+        print(f"  module {name:<8} {'cached' if m['cached'] else 'not cached (compiled on first use)'}  {m['cubin']}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cuzk", description="Groth16 (BLS12-381) prover, verifier and proving daemon")
     p.add_argument("--version", action="version", version=f"cuzk {__version__}")
@@ -340,6 +355,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--domain", type=int, default=12, help="log2 domain to fill when --constraints is not given")
     s.add_argument("-o", "--output", required=True, help="output folder")
     s.set_defaults(fn=cmd_synth_circuit)
+
+    s = sub.add_parser("gpu", help="GPU backend: `cuzk gpu info` (device, compiler options, kernel cache)")
+    s.add_argument("what", choices=["info"])
+    s.set_defaults(fn=cmd_gpu_info)
 
     s = sub.add_parser("demo", help="set up, prove and verify a built-in example circuit")
     s.add_argument("--domain", type=int, default=12)

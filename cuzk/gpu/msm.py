@@ -32,7 +32,7 @@ class MsmStats:
     n: int
     window: int
     windows: int
-    nonzero: int = 0
+    nonzero: int = 0  # scalars that went through the buckets
     ones: int = 0
     entries: int = 0
     chunks: int = 0
@@ -115,31 +115,81 @@ def _xyzz_to_point(words: np.ndarray, group: int):
     return pts.g2_from_ints(x[0], x[1], y[0], y[1], "GPU MSM result")
 
 
+class _Profile:
+    """Per-kernel CUDA-event timing of MSM phases when CUZK_MSM_PROFILE=1 (read by the benchmark)."""
+
+    totals: dict[str, float] = {}
+
+    def __init__(self):
+        self.on = os.environ.get("CUZK_MSM_PROFILE") == "1"
+        self.marks: list[tuple[str, object]] = []
+        if self.on:
+            self.mark("start")
+
+    def mark(self, name: str) -> None:
+        if self.on:
+            e = cupy.cuda.Event()
+            e.record()
+            self.marks.append((name, e))
+
+    def flush(self) -> None:
+        if not self.on or len(self.marks) < 2:
+            return
+        self.marks[-1][1].synchronize()
+        for (_, a), (name, b) in zip(self.marks, self.marks[1:]):
+            _Profile.totals[name] = _Profile.totals.get(name, 0.0) + cupy.cuda.get_elapsed_time(a, b)
+
+
 def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool,
                stats: MsmStats) -> cupy.ndarray:
     """One MSM on device arrays; returns the XYZZ result (device, XYZZ_WORDS[group] words)."""
     n = scalars.shape[0]
-    c = window or choose_window(n, group)
-    nwin = -(-256 // c)
-    nb = 1 << (c - 1)
-    total = nwin * nb
-    stats.window, stats.windows = c, nwin
-    op = f"G{group} MSM of {n} points (window {c})"
     words = XYZZ_WORDS[group]
+    rb = REDUCE_BLOCK[group]
+    prof = _Profile()
+    op = f"G{group} MSM of {n} points"
     with op_errors(op):
-        counts = cupy.zeros(total, dtype=cupy.uint32)
         flags = _poisoned(max(1, n), cupy.uint8)
-        launch("msm", "msm_count", grid_for(n), BLOCK, (scalars, u32(n), np.int32(c), np.int32(nwin), np.int32(int(ones)), counts, flags), op)
+        cls = cupy.zeros(2, dtype=cupy.uint32)
+        launch("msm", "msm_classify", grid_for(n), BLOCK, (scalars, u32(n), np.int32(int(ones)), flags, cls), op)
+        prof.mark("classify")
+        n_other, bits = (int(x) for x in cupy.asnumpy(cls))
+        extra = cupy.zeros((1, words), dtype=cupy.uint64)
+        n_extra = 0
+        if ones:
+            nblocks = max(1, min(grid_for(n, rb), 132 * 16))
+            part = _poisoned((nblocks, words))
+            launch("msm", _k(group, "masked_sum"), nblocks, rb, (bases, flags, u32(n), np.uint8(1), part), op)
+            launch("msm", _k(group, "reduce"), 1, rb, (part, u32(nblocks), extra), op)
+            n_extra = 1
+            prof.mark("ones")
+        stats.nonzero += n_other
+        out = _poisoned((1, words))
+        if n_other == 0:
+            launch("msm", _k(group, "combine"), 1, 1, (extra, np.int32(0), np.int32(1), extra, u32(n_extra), out), op)
+            prof.flush()
+            return out
+        c = window or choose_window(n_other, group, bits)
+        nwin = max(1, -(-(bits + 1) // c))
+        nb = 1 << (c - 1)
+        total = nwin * nb
+        stats.window, stats.windows = c, nwin
+        op = f"G{group} MSM of {n} points (window {c})"
+        counts = cupy.zeros(total, dtype=cupy.uint32)
+        launch("msm", "msm_count", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), counts), op)
+        prof.mark("count")
         offsets64 = cupy.cumsum(counts, dtype=cupy.uint64)
         n_entries = int(offsets64[-1])
         if n_entries >= 1 << 32:
             raise GpuOutOfMemory(f"{op}: {n_entries} bucket entries exceed the 32-bit index space")
         offsets = (offsets64 - counts).astype(cupy.uint32)
+        del offsets64
         per_bucket_items = (counts + (ITEM_ENTRIES - 1)) // ITEM_ENTRIES
         item_offsets = cupy.zeros(total + 1, dtype=cupy.uint32)
-        cupy.cumsum(per_bucket_items, out=item_offsets[1:])
+        item_offsets[1:] = cupy.cumsum(per_bucket_items, dtype=cupy.uint64).astype(cupy.uint32)
         nitems = int(item_offsets[-1])
-        stats.entries = n_entries
+        stats.entries += n_entries
+        prof.mark("scan")
         entries = _poisoned(max(1, n_entries), cupy.uint32)
         cursor = offsets.copy()
         launch("msm", "msm_scatter", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), cursor, entries), op)
@@ -148,12 +198,15 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         item_len = _poisoned(max(1, nitems), cupy.uint32)
         launch("msm", "msm_make_items", grid_for(total), BLOCK, (counts, offsets, item_offsets, u32(total), u32(ITEM_ENTRIES), item_start, item_len), op)
         del offsets, per_bucket_items
+        prof.mark("scatter")
         partials = _poisoned((max(1, nitems), words))
         launch("msm", _k(group, "accumulate"), grid_for(nitems, 128), 128, (bases, entries, item_start, item_len, u32(nitems), partials), op)
         del entries, item_start, item_len
+        prof.mark("accumulate")
         buckets = _poisoned((total, words))
         launch("msm", _k(group, "bucket_sum"), grid_for(total, 128), 128, (partials, item_offsets, u32(total), buckets), op)
         del partials, item_offsets
+        prof.mark("bucket_sum")
         seg_log = min(SEGMENT_LOG, c - 1)
         nseg = nb >> seg_log
         segT = _poisoned((nwin * nseg, words))
@@ -161,24 +214,16 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         launch("msm", _k(group, "segments"), grid_for(nwin * nseg, 64), 64,
                (buckets, u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA), op)
         del buckets
+        prof.mark("segments")
         win = _poisoned((nwin, words))
-        rb = REDUCE_BLOCK[group]
         launch("msm", _k(group, "window"), nwin, rb, (segT, segA, u32(nseg), np.int32(seg_log), win), op)
         del segT, segA
-        extra = cupy.zeros((1, words), dtype=cupy.uint64)
-        n_extra = 0
-        if ones:
-            nblocks = max(1, min(grid_for(n, rb), 4 * 132))
-            part = _poisoned((nblocks, words))
-            launch("msm", _k(group, "masked_sum"), nblocks, rb, (bases, flags, u32(n), np.uint8(1), part), op)
-            launch("msm", _k(group, "reduce"), 1, rb, (part, u32(nblocks), extra), op)
-            n_extra = 1
-        out = _poisoned((1, words))
+        prof.mark("window")
         launch("msm", _k(group, "combine"), 1, 1, (win, np.int32(nwin), np.int32(c), extra, u32(n_extra), out), op)
-        if stats is not None:
-            f = cupy.asnumpy(flags[:n]) if n else np.zeros(0, np.uint8)
-            stats.nonzero += int((f != 0).sum())
-            stats.ones += int((f == 1).sum())
+        prof.mark("combine")
+        if ones:
+            stats.ones += int(cupy.count_nonzero(flags[:n] == 1))
+        prof.flush()
         return out
 
 

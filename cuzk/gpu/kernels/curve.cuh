@@ -7,8 +7,10 @@
 #pragma once
 #include "field.cuh"
 
-// Point operations are real calls, not inlined: each is several thousand instructions, and inlining
-// them into every kernel made ptxas take many minutes per module for no measured gain.
+// Point operations are real calls by default: each is several thousand instructions, and inlining all
+// of them into every kernel made ptxas take many minutes per module. The hot loops (bucket
+// accumulation, the 0/1 sums) call madd_inl instead, so their accumulator stays in registers instead of
+// the local-memory stack frame a by-reference call forces.
 #define POINT_FN __device__ __noinline__
 
 template <class F>
@@ -67,7 +69,7 @@ POINT_FN void dbl(XYZZ<F>& p) {
 
 // p += (x, y); y may be pre-negated by the caller for a subtraction
 template <class F>
-POINT_FN void madd(XYZZ<F>& p, const F& x, const F& y) {
+__device__ __forceinline__ void madd_inl(XYZZ<F>& p, const F& x, const F& y) {
     if (x.is_zero() && y.is_zero()) return;
     if (p.is_inf()) {
         F one = fone(F());
@@ -94,6 +96,11 @@ POINT_FN void madd(XYZZ<F>& p, const F& x, const F& y) {
     p.ZZZ = fmul(p.ZZZ, PPP);
     p.X = X3;
     p.Y = Y3;
+}
+
+template <class F>
+POINT_FN void madd(XYZZ<F>& p, const F& x, const F& y) {
+    madd_inl(p, x, y);
 }
 
 template <class F>

@@ -35,21 +35,47 @@ __device__ __forceinline__ u32 window_bits(const Fr& s, int pos, int c) {
     return (u32)(w >> off) & ((1u << c) - 1u);
 }
 
-// flags[i]: 0 zero scalar, 1 scalar one (only when ones_path), 2 other
-extern "C" __global__ void msm_count(const Fr* __restrict__ scalars, u32 n, int c, int nwin, int ones_path,
-                                     u32* __restrict__ counts, unsigned char* __restrict__ flags) {
+__device__ __forceinline__ u32 fr_bitlen(const Fr& s) {
+    u32 bits = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (s.v[k]) bits = 32 * k + 32 - __clz(s.v[k]);
+    return bits;
+}
+
+// flags[i]: 0 zero scalar, 1 scalar one (only when ones_path), 2 other; stats[0] = number of "other"
+// scalars, stats[1] = their largest bit length (chooses the window and the window count)
+extern "C" __global__ void msm_classify(const Fr* __restrict__ scalars, u32 n, int ones_path,
+                                        unsigned char* __restrict__ flags, u32* __restrict__ stats) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    u32 other = 0, bits = 0;
+    if (i < n) {
+        Fr s = from_mont<FrTag>(load<FrTag>(scalars + i));
+        unsigned char f = 2;
+        if (s.is_zero())
+            f = 0;
+        else if (ones_path && fr_is_canonical_one(s))
+            f = 1;
+        flags[i] = f;
+        if (f == 2) {
+            other = 1;
+            bits = fr_bitlen(s);
+        }
+    }
+    // warp-aggregated atomics: one per warp instead of one per thread
+    other = __reduce_add_sync(0xffffffffu, other);
+    bits = __reduce_max_sync(0xffffffffu, bits);
+    if ((threadIdx.x & 31) == 0) {
+        if (other) atomicAdd(&stats[0], other);
+        if (bits) atomicMax(&stats[1], bits);
+    }
+}
+
+extern "C" __global__ void msm_count(const Fr* __restrict__ scalars, const unsigned char* __restrict__ flags, u32 n,
+                                     int c, int nwin, u32* __restrict__ counts) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || flags[i] != 2) return;
     Fr s = from_mont<FrTag>(load<FrTag>(scalars + i));
-    if (s.is_zero()) {
-        flags[i] = 0;
-        return;
-    }
-    if (ones_path && fr_is_canonical_one(s)) {
-        flags[i] = 1;
-        return;
-    }
-    flags[i] = 2;
     const u32 half = 1u << (c - 1);
     const u32 nb = half;
     u32 carry = 0;
@@ -109,7 +135,7 @@ __device__ __forceinline__ void accumulate(const Affine<F>* __restrict__ bases, 
         u32 e = entries[start + k];
         Affine<F> p = bases[e & ~SIGN_BIT];
         F y = (e & SIGN_BIT) ? fneg(p.y) : p.y;
-        madd(acc, p.x, y);
+        madd_inl(acc, p.x, y);
     }
     partials[t] = acc;
 }
@@ -217,7 +243,7 @@ __device__ __forceinline__ void masked_sum(const Affine<F>* __restrict__ bases, 
     __shared__ XYZZ<F> sh[BLOCK];
     XYZZ<F> acc = XYZZ<F>::inf();
     for (u32 i = blockIdx.x * BLOCK + threadIdx.x; i < n; i += gridDim.x * BLOCK) {
-        if (flags[i] == want) madd(acc, bases[i]);
+        if (flags[i] == want) madd_inl(acc, bases[i].x, bases[i].y);
     }
     acc = block_reduce<F, BLOCK>(acc, sh);
     if (threadIdx.x == 0) partials[blockIdx.x] = acc;
@@ -242,6 +268,37 @@ __device__ __forceinline__ void add_tables(const Affine<F>* __restrict__ P, u32 
     XYZZ<F> acc = from_affine(P[i % m]);
     madd(acc, Qt[i / m]);
     out[i] = to_affine(acc);
+}
+
+// Throughput probe for the field multiply: 4 independent chains per thread (bench/gpu_kernels.py)
+extern "C" __global__ void fq_mul_probe(Fq* __restrict__ data, int iters) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    Fq a = data[4 * i], b = data[4 * i + 1], c = data[4 * i + 2], d = data[4 * i + 3];
+    for (int k = 0; k < iters; k++) {
+        a = mul<FqTag>(a, b);
+        b = mul<FqTag>(b, c);
+        c = mul<FqTag>(c, d);
+        d = mul<FqTag>(d, a);
+    }
+    data[4 * i] = a;
+    data[4 * i + 1] = b;
+    data[4 * i + 2] = c;
+    data[4 * i + 3] = d;
+}
+
+extern "C" __global__ void fr_mul_probe(Fr* __restrict__ data, int iters) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    Fr a = data[4 * i], b = data[4 * i + 1], c = data[4 * i + 2], d = data[4 * i + 3];
+    for (int k = 0; k < iters; k++) {
+        a = mul<FrTag>(a, b);
+        b = mul<FrTag>(b, c);
+        c = mul<FrTag>(c, d);
+        d = mul<FrTag>(d, a);
+    }
+    data[4 * i] = a;
+    data[4 * i + 1] = b;
+    data[4 * i + 2] = c;
+    data[4 * i + 3] = d;
 }
 
 // ------------------------------------------------------------------------------------------------
