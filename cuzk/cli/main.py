@@ -350,7 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_witness)
 
     s = sub.add_parser("synth-circuit", help="write a synthetic benchmark circuit and its witness")
-    s.add_argument("--shape", default="chain", choices=["chain", "hash"])
+    s.add_argument("--shape", default="chain", choices=["chain", "hash", "porep", "dense"],
+                   help="chain: squaring chain (dense wires); hash: x^5 rounds with linear layers; "
+                        "porep: Filecoin PoRep statistics (0/1-heavy witness); dense: porep structure, random values")
     s.add_argument("--constraints", type=int, default=0, help="constraint count (default: fill --domain)")
     s.add_argument("--domain", type=int, default=12, help="log2 domain to fill when --constraints is not given")
     s.add_argument("-o", "--output", required=True, help="output folder")

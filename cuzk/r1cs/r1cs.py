@@ -184,7 +184,31 @@ def parse_r1cs(data: bytes, name: str = "<r1cs>") -> R1CS:
     return _parse(parse_binfile(data, name, "r1cs", (1,)))
 
 
-def write_r1cs(path: str | os.PathLike, pce: PCE, n_pub_out: int, n_pub_in: int, n_prv_in: int) -> None:
+def _constraint_bytes(mats, canon, lo: int, hi: int) -> bytes:
+    """Section-2 bytes of rows lo..hi: per row, per matrix, nTerms u32 then (wire u32, coef 32 bytes)."""
+    rows = hi - lo
+    counts = np.stack([np.diff(m.row_ptr[lo : hi + 1]) for m in mats], axis=1)  # (rows, 3)
+    words = 1 + 9 * counts  # 4-byte words per (row, matrix)
+    row_words = words.sum(axis=1)
+    row_off = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(row_words, out=row_off[1:])
+    out = np.zeros(int(row_off[-1]), dtype="<u4")
+    mat_off = row_off[:-1, None] + np.concatenate([np.zeros((rows, 1), np.int64), np.cumsum(words, axis=1)[:, :2]], axis=1)
+    for k, (m, cv) in enumerate(zip(mats, canon)):
+        out[mat_off[:, k]] = counts[:, k]
+        a, b = int(m.row_ptr[lo]), int(m.row_ptr[hi])
+        if b == a:
+            continue
+        local = np.arange(b - a, dtype=np.int64) - (m.row_ptr[lo:hi].repeat(counts[:, k]) - a)
+        base = mat_off[:, k].repeat(counts[:, k]) + 1 + 9 * local
+        out[base] = m.cols[a:b]
+        coef = cv[a:b].view("<u4").reshape(-1, 8)
+        for j in range(8):
+            out[base + 1 + j] = coef[:, j]
+    return out.tobytes()
+
+
+def write_r1cs(path: str | os.PathLike, pce: PCE, n_pub_out: int, n_pub_in: int, n_prv_in: int, chunk_rows: int = 1 << 20) -> None:
     """Write a circom-compatible .r1cs (sections 1, 2, 3) from a PCE (for synthetic circuits)."""
     from .binfile import write_binfile
     import struct
@@ -192,16 +216,8 @@ def write_r1cs(path: str | os.PathLike, pce: PCE, n_pub_out: int, n_pub_in: int,
     n_wires = pce.n_wires
     m = pce.n_constraints
     hdr = struct.pack("<I", 32) + R.to_bytes(32, "little") + struct.pack("<IIIIQI", n_wires, n_pub_out, n_pub_in, n_prv_in, n_wires, m)
-    canon = [fr.from_mont(mat.vals) for mat in (pce.A, pce.B, pce.C)]
-    chunks = []
-    for r in range(m):
-        parts = []
-        for mat, cv in zip((pce.A, pce.B, pce.C), canon):
-            lo, hi = int(mat.row_ptr[r]), int(mat.row_ptr[r + 1])
-            term = np.empty(hi - lo, dtype=[("w", "<u4"), ("v", "<u8", (4,))])
-            term["w"] = mat.cols[lo:hi]
-            term["v"] = cv[lo:hi]
-            parts.append(struct.pack("<I", hi - lo) + term.tobytes())
-        chunks.append(b"".join(parts))
+    mats = (pce.A, pce.B, pce.C)
+    canon = [fr.from_mont(mat.vals) for mat in mats]
+    chunks = [_constraint_bytes(mats, canon, lo, min(m, lo + chunk_rows)) for lo in range(0, m, chunk_rows)]
     wmap = np.arange(n_wires, dtype="<u8").tobytes()
     write_binfile(path, "r1cs", 1, [(1, hdr), (2, chunks), (3, wmap)])

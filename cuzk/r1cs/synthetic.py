@@ -131,7 +131,154 @@ def hash_like(n_constraints: int, seed: int | None = None) -> Circuit:
     return Circuit(PCE(*mats, n_wires, 3), fr.from_ints(vals), 1, 2, 1, f"hash-{row}")
 
 
-SHAPES = {"chain": chain, "hash": hash_like}
+# ---------------------------------------------------------------------------------------------
+# PoRep-shaped circuits (Filecoin statistics), built block by block without any per-row Python
+
+# One block of 20 rows. Row kinds and their non-zeros (A, B, C):
+#   xor  2a * b = a + b - c        (1, 1, 3)   c = a XOR b            (new boolean wire)
+#   and  a * b = c                 (1, 1, 1)   c = a AND b            (new boolean wire)
+#   bool (1 - c) * c = 0           (2, 1, 0)   checks a previous output is a bit
+#   pack sum_i 2^i b_i * 1 = x     (7, 1, 1)   packs 7 of the block's xor/and outputs into a field element
+# Per row: A 2.35, B 1.0, C 2.05 (2.2 dense). The xor/and operands come from a pool of seed bits about a
+# tenth of the wires, so B (seed operands, checked outputs, the constant) touches ~25% of the wires and A
+# (seeds, packed outputs, checked outputs) ~80%; ~80% of the aux wires are bits. In the dense variant every value is a
+# random field element: xor rows compute c = a + b - 2ab over Fr and bool rows become products
+# d = (1 - c) c with d a new wire, so the witness has no small values at all.
+_BLOCK = ["xor"] * 12 + ["and"] + ["bool"] * 3 + ["pack"] * 4
+_PACK_BITS = 7
+_NNZ = {"xor": (1, 1, 3), "and": (1, 1, 1), "bool": (2, 1, 0), "pack": (_PACK_BITS, 1, 1)}
+
+
+def _mont_small(vals: np.ndarray) -> np.ndarray:
+    """Montgomery form of small non-negative integers (< 2^16) by table lookup."""
+    table = fr.from_ints(range(int(vals.max()) + 1 if vals.size else 1))
+    return table[vals]
+
+
+def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, seed: int | None = None) -> Circuit:
+    """A circuit with the statistics of a Filecoin PoRep partition and a satisfying witness."""
+    rng = np.random.default_rng(seed)
+    blocks = max(1, n_constraints // len(_BLOCK))
+    m = blocks * len(_BLOCK)
+    kinds = _BLOCK
+    new_wire = [k in ("xor", "and", "pack") or (dense and k == "bool") for k in kinds]
+    outs_per_block = sum(new_wire)
+    n_out_wires = blocks * outs_per_block
+    # seed bits: the operands of the xor / and rows
+    n_seed = max(16, n_out_wires // 9)
+    seed0 = 1 + n_public
+    out0 = seed0 + n_seed
+    n_wires = out0 + n_out_wires
+    # per block: wire id of each output, by position
+    out_pos = np.cumsum(new_wire) - 1
+    out_wire = out0 + np.arange(blocks, dtype=np.int64)[:, None] * outs_per_block + np.array(
+        [out_pos[i] if new_wire[i] else 0 for i in range(len(kinds))])[None, :]
+
+    def seeds(shape):
+        return seed0 + rng.integers(0, n_seed, size=shape, dtype=np.int64)
+
+    # operands for every row position of every block
+    op_a = seeds((blocks, len(kinds)))
+    op_b = seeds((blocks, len(kinds)))
+    # pack row j packs outputs (7j + t) mod 13 of the block's xor/and rows (all of them get packed)
+    logic_pos = [i for i, k in enumerate(kinds) if k in ("xor", "and")]
+    pack_pos = [i for i, k in enumerate(kinds) if k == "pack"]
+    pack_ops = np.zeros((blocks, len(kinds), _PACK_BITS), dtype=np.int64)
+    for j, i in enumerate(pack_pos):
+        for t in range(_PACK_BITS):
+            pack_ops[:, i, t] = out_wire[:, logic_pos[(_PACK_BITS * j + t) % len(logic_pos)]]
+    # bool rows check the output of the xor row at the same offset within the block
+    checked = out_wire[:, [i for i, k in enumerate(kinds) if k == "xor"][:3]]
+
+    # witness
+    w_int = None
+    if dense:
+        w = fr.zeros(n_wires)
+        w[0] = fr.one_mont()
+        w[1:out0] = fr.random(out0 - 1) if out0 - 1 <= 1 << 16 else np.tile(fr.random(1 << 16), (-(-(out0 - 1) // (1 << 16)), 1))[: out0 - 1]
+    else:
+        w_int = np.zeros(n_wires, dtype=np.int64)
+        w_int[0] = 1
+        w_int[1:seed0] = rng.integers(0, 1 << 16, size=n_public)
+        w_int[seed0:out0] = rng.integers(0, 2, size=n_seed)
+    bool_i = 0
+    for i, k in enumerate(kinds):
+        a, b, o = op_a[:, i], op_b[:, i], out_wire[:, i]
+        if dense:
+            if k == "xor":
+                wa, wb = w[a], w[b]
+                w[o] = fr.sub(fr.add(wa, wb), fr.scale(fr.mul(wa, wb), 2))
+            elif k == "and":
+                w[o] = fr.mul(w[a], w[b])
+            elif k == "bool":
+                c = w[checked[:, bool_i]]
+                w[o] = fr.mul(fr.sub(np.broadcast_to(fr.one_mont(), c.shape).copy(), c), c)
+            else:
+                acc = fr.zeros(blocks)
+                for j in range(_PACK_BITS):
+                    acc = fr.add(acc, fr.scale(w[pack_ops[:, i, j]], 1 << j))
+                w[o] = acc
+        else:
+            if k == "xor":
+                w_int[o] = w_int[a] ^ w_int[b]
+            elif k == "and":
+                w_int[o] = w_int[a] & w_int[b]
+            elif k == "pack":
+                w_int[o] = (w_int[pack_ops[:, i, :]] << np.arange(_PACK_BITS)).sum(axis=1)
+        if k == "bool":
+            bool_i += 1
+    if not dense:
+        w = _mont_small(w_int)
+
+    # matrices, row-major by construction: row r = block * 20 + position
+    one = fr.one_mont()
+    two = fr.mont_scalar(2)
+    minus1 = fr.mont_scalar(R - 1)
+    coefs_pack = np.stack([fr.mont_scalar(1 << j) for j in range(_PACK_BITS)])
+
+    def build(which: int) -> CSR:
+        per = [(_NNZ[k][which] if not (dense and k == "bool" and which == 2) else 1) for k in kinds]
+        per_block = sum(per)
+        cols = np.empty((blocks, per_block), dtype=np.uint32)
+        vals = np.empty((blocks, per_block, 4), dtype=np.uint64)
+        off = 0
+        bi = 0
+        for i, k in enumerate(kinds):
+            a, b, o = op_a[:, i], op_b[:, i], out_wire[:, i]
+            if k == "xor":
+                ent = [[(a, two)], [(b, one)], [(a, one), (b, one), (o, minus1)]][which]
+            elif k == "and":
+                ent = [[(a, one)], [(b, one)], [(o, one)]][which]
+            elif k == "bool":
+                c = checked[:, bi]
+                zero_col = np.zeros(blocks, dtype=np.int64)
+                ent = [[(zero_col, one), (c, minus1)], [(c, one)], ([(o, one)] if dense else [])][which]
+            else:
+                if which == 0:
+                    ent = [(pack_ops[:, i, j], coefs_pack[j]) for j in range(_PACK_BITS)]
+                else:
+                    ent = [[(np.zeros(blocks, dtype=np.int64), one)], [(o, one)]][which - 1]
+            for col, val in ent:
+                cols[:, off] = col
+                vals[:, off] = val
+                off += 1
+            if k == "bool":
+                bi += 1
+        row_ptr = np.zeros(m + 1, dtype=np.int64)
+        row_ptr[1:] = np.cumsum(np.tile(np.array(per, dtype=np.int64), blocks))
+        return CSR(row_ptr, cols.reshape(-1), vals.reshape(-1, 4), n_wires)
+
+    mats = [build(which) for which in range(3)]
+    name = f"porep{'-dense' if dense else ''}-{m}"
+    return Circuit(PCE(*mats, n_wires, n_public), w, 0, n_public, 0, name)
+
+
+SHAPES = {
+    "chain": chain,
+    "hash": hash_like,
+    "porep": lambda n, seed=None: porep_like(n, dense=False, seed=seed),
+    "dense": lambda n, seed=None: porep_like(n, dense=True, seed=seed),
+}
 
 
 def make(shape: str, n_constraints: int, seed: int | None = None) -> Circuit:
@@ -145,4 +292,6 @@ def fit_domain(shape: str, log_n: int) -> int:
     n = 1 << log_n
     if shape == "chain":
         return n - 3  # + 2 public signals + the constant wire's row
+    if shape in ("porep", "dense"):
+        return ((n - 328 - 1) // len(_BLOCK)) * len(_BLOCK)  # whole blocks, + public rows + constant
     return ((n - 4 - 1) // 12) * 12  # 12 per round, +1 output row, +3 public rows +1
