@@ -1,0 +1,377 @@
+"""Daemon configuration (TOML, read with tomllib).
+
+Every key is optional and documented in :data:`SCHEMA` (the single source: the loader, the defaults,
+``cuzk daemon --print-config`` and the example file ``cuzk/engine/cuzk.example.toml`` all follow it;
+a test checks that the example mentions every key). Unknown keys are reported as warnings, never
+silently ignored. Sizes are ``"512MiB"``, ``"2GiB"``, ``"1GB"``, ``"auto"`` or a plain byte count;
+durations ``"250ms"``, ``"30s"``, ``"5m"``, ``"24h"``, ``"7d"`` or plain seconds. Relative paths are
+resolved against the config file's folder; ``~`` is expanded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import CuzkError
+
+
+class ConfigError(CuzkError):
+    pass
+
+
+PRIORITIES = {"low": 1, "normal": 2, "high": 3, "critical": 4}
+PRIORITY_NAMES = {v: k.upper() for k, v in PRIORITIES.items()}
+
+# (section, key, default, kind, doc). kind: str, int, bool, size, duration, list, float, priority
+SCHEMA: list[tuple[str, str, object, str, str]] = [
+    ("daemon", "listen", "", "str",
+     'gRPC endpoint: "unix:///path/cuzk.sock" (socket file mode 0600) or "host:port" / "tcp://host:port". '
+     'Default: unix://<state_dir>/cuzk.sock'),
+    ("daemon", "state_dir", "", "str",
+     "folder for the journal, the socket and the WARM SRS cache. Default: $CUZK_STATE_DIR or ~/.local/state/cuzk"),
+    ("daemon", "http_listen", "", "str",
+     'HTTP endpoint for GET /metrics (Prometheus) and GET /status (JSON), e.g. "127.0.0.1:9821"; "" = off. '
+     "A non-loopback address needs http_allow_remote"),
+    ("daemon", "http_allow_remote", False, "bool", "allow http_listen on a non-loopback address"),
+    ("daemon", "max_message_bytes", "128MiB", "size", "gRPC max message size, both directions"),
+    ("daemon", "grpc_threads", 64, "int", "gRPC server threads (each AwaitProof / Prove in progress holds one)"),
+    ("daemon", "drain_timeout", "60s", "duration",
+     "on SIGTERM/SIGINT: stop accepting, let in-flight work finish for at most this long (queued jobs stay "
+     "journaled and run after a restart), then exit"),
+    ("memory", "working_memory_budget", "auto", "size",
+     "cap on the estimated working memory of partitions in flight (witness, a/b/c, quotient, MSM scalars); "
+     '"auto" = a quarter of the machine\'s memory'),
+    ("gpus", "backend", "auto", "str", '"auto" (GPU when one is visible, else CPU), "gpu" or "cpu"'),
+    ("gpus", "devices", [], "list", "GPU ordinals to use; [] = every visible GPU"),
+    ("gpus", "gpu_workers_per_device", 2, "int",
+     "prover workers per GPU (one runs kernels while the other prepares; kernels are serialized per device)"),
+    ("gpus", "cpu_workers", 1, "int",
+     "prover workers of the CPU backend (its MSMs already use every core through the MSM thread pool)"),
+    ("cpu", "threads", 0, "int", "MSM thread-pool size (CUZK_CPU_THREADS); 0 = all cores"),
+    ("scheduler", "max_batch_size", 1, "int",
+     "batch collector for batchable circuits: release a batch at this many jobs (1 = no batching)"),
+    ("scheduler", "max_batch_wait_ms", 1000, "int", "... or when its first job has waited this long"),
+    ("scheduler", "max_queue_per_circuit", 1000, "int",
+     "jobs of one circuit that may be active (queued or in flight) before SubmitProof answers RESOURCE_EXHAUSTED"),
+    ("scheduler", "max_pending", 10000, "int", "active jobs of all circuits together (RESOURCE_EXHAUSTED beyond)"),
+    ("synthesis", "partition_workers", 2, "int",
+     "synthesis workers (witness from .wtns or wasm, constraint check); each holds its result until the "
+     "prover queue takes it"),
+    ("synthesis", "check_constraints", True, "bool",
+     "check every witness against the circuit's R1CS before proving (a violation fails the job naming the "
+     "constraint and its signals)"),
+    ("pipeline", "prover_queue_depth", 0, "int",
+     "synthesized partitions waiting for a prover worker; 0 = one per prover worker"),
+    ("pipeline", "finalizer_threads", 2, "int", "threads running prove_finish (MSM wait, assembly, self-check)"),
+    ("srs", "param_cache", "", "str", "folder of the WARM tier's cache files; default <state_dir>/srs"),
+    ("srs", "hot_budget", "auto", "size",
+     'bytes of HOT SRS per device (GPU memory, or arkworks objects for the CPU backend); "auto" = half of the '
+     "device memory / a third of the machine's memory"),
+    ("srs", "warm_budget", "auto", "size", 'bytes of WARM cache files kept; "auto" = a half of the machine\'s memory'),
+    ("srs", "preload", [], "list", "circuit ids made HOT at start-up"),
+    ("journal", "path", "", "str", "SQLite journal (WAL) of accepted jobs and results; default <state_dir>/journal.sqlite"),
+    ("journal", "retention", "24h", "duration", "finished results stay retrievable by job id for this long"),
+    ("journal", "synchronous", "full", "str", 'SQLite synchronous mode: "full" (fsync per commit) or "normal"'),
+    ("logging", "level", "info", "str", "debug, info, warning, error"),
+    ("logging", "format", "kv", "str", '"kv" (key=value) or "json" (one object per line)'),
+    ("logging", "file", "", "str", 'log file; "" = stderr'),
+]
+
+CIRCUIT_KEYS: list[tuple[str, object, str, str]] = [
+    ("id", "", "str", "circuit id used in requests (required)"),
+    ("r1cs", "", "str", "circom .r1cs (required): constraint checks and bellperson densities"),
+    ("zkey", "", "str", "snarkjs proving key (this or params)"),
+    ("params", "", "str", "bellperson .params (this or zkey)"),
+    ("wasm", "", "str", "circom witness generator, needed for requests that send inputs_json"),
+    ("sym", "", "str", "circom .sym, to name the signals of a violated constraint"),
+    ("default_priority", "normal", "priority", "priority of requests that leave it unspecified"),
+    ("batchable", False, "bool", "jobs may be collected into batches (scheduler.max_batch_*)"),
+    ("partitions", 1, "int", "proofs per request (each request carries one witness/inputs per partition)"),
+    ("max_queue", 0, "int", "active jobs of this circuit; 0 = scheduler.max_queue_per_circuit"),
+]
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.I)
+_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 1024, "m": 1e6, "mb": 1e6, "mib": 1024**2,
+          "g": 1e9, "gb": 1e9, "gib": 1024**3, "t": 1e12, "tb": 1e12, "tib": 1024**4}
+_DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.I)
+_DUR_UNITS = {"": 1.0, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_size(v, where: str) -> int | None:
+    """Bytes; None for "auto"."""
+    if isinstance(v, bool):
+        raise ConfigError(f"{where}: expected a size like \"2GiB\", got {v!r}")
+    if isinstance(v, int):
+        if v < 0:
+            raise ConfigError(f"{where}: negative size {v}")
+        return v
+    if isinstance(v, str):
+        if v.strip().lower() == "auto":
+            return None
+        m = _SIZE.match(v)
+        if m:
+            return int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
+    raise ConfigError(f"{where}: expected a size like \"512MiB\", \"2GiB\", \"auto\" or a byte count, got {v!r}")
+
+
+def parse_duration(v, where: str) -> float:
+    """Seconds."""
+    if isinstance(v, bool):
+        raise ConfigError(f"{where}: expected a duration like \"30s\", got {v!r}")
+    if isinstance(v, (int, float)):
+        if v < 0:
+            raise ConfigError(f"{where}: negative duration {v}")
+        return float(v)
+    if isinstance(v, str):
+        m = _DUR.match(v)
+        if m:
+            return float(m.group(1)) * _DUR_UNITS[(m.group(2) or "").lower()]
+    raise ConfigError(f"{where}: expected a duration like \"250ms\", \"30s\", \"5m\", \"24h\" or seconds, got {v!r}")
+
+
+def parse_priority(v, where: str) -> int:
+    if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 4:
+        return v
+    if isinstance(v, str) and v.strip().lower() in PRIORITIES:
+        return PRIORITIES[v.strip().lower()]
+    raise ConfigError(f"{where}: expected a priority (low, normal, high, critical), got {v!r}")
+
+
+def _convert(kind: str, v, where: str):
+    if kind == "str":
+        if not isinstance(v, str):
+            raise ConfigError(f"{where}: expected a string, got {v!r}")
+        return v
+    if kind == "int":
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ConfigError(f"{where}: expected a non-negative integer, got {v!r}")
+        return v
+    if kind == "bool":
+        if not isinstance(v, bool):
+            raise ConfigError(f"{where}: expected true or false, got {v!r}")
+        return v
+    if kind == "list":
+        if not isinstance(v, list):
+            raise ConfigError(f"{where}: expected a list, got {v!r}")
+        return list(v)
+    if kind == "size":
+        return parse_size(v, where)
+    if kind == "duration":
+        return parse_duration(v, where)
+    if kind == "priority":
+        return parse_priority(v, where)
+    raise AssertionError(kind)
+
+
+class Section:
+    def __init__(self, name: str, values: dict):
+        self._name = name
+        self.__dict__.update(values)
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def __repr__(self) -> str:
+        return f"[{self._name}] {self.as_dict()}"
+
+
+@dataclass
+class CircuitConfig:
+    id: str
+    r1cs: str
+    zkey: str = ""
+    params: str = ""
+    wasm: str = ""
+    sym: str = ""
+    default_priority: int = 2
+    batchable: bool = False
+    partitions: int = 1
+    max_queue: int = 0
+
+    def key_path(self) -> str:
+        return self.zkey or self.params
+
+    def key_format(self) -> str:
+        return "zkey" if self.zkey else "params"
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def validate_circuit(d: dict, where: str, base: Path | None = None) -> CircuitConfig:
+    out = {}
+    known = {k for k, *_ in CIRCUIT_KEYS}
+    for k in d:
+        if k not in known:
+            raise ConfigError(f"{where}: unknown key {k!r} (known: {', '.join(sorted(known))})")
+    for k, default, kind, _doc in CIRCUIT_KEYS:
+        v = d.get(k, default)
+        out[k] = _convert(kind, v, f"{where}.{k}")
+    if not out["id"] or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}", out["id"]):
+        raise ConfigError(f"{where}.id: {out['id']!r} is not a valid circuit id (letters, digits, . _ : -; at most 128)")
+    if not out["r1cs"]:
+        raise ConfigError(f"{where}.r1cs: required (the circuit's .r1cs)")
+    if bool(out["zkey"]) == bool(out["params"]):
+        raise ConfigError(f"{where}: give exactly one proving key, zkey or params")
+    if out["partitions"] < 1:
+        out["partitions"] = 1
+    for k in ("r1cs", "zkey", "params", "wasm", "sym"):
+        if out[k]:
+            p = Path(os.path.expanduser(out[k]))
+            if base is not None and not p.is_absolute():
+                p = base / p
+            out[k] = str(p.resolve()) if base is not None or p.is_absolute() else str(p.resolve())
+    return CircuitConfig(**out)
+
+
+@dataclass
+class Config:
+    sections: dict[str, Section]
+    circuits: list[CircuitConfig] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    path: str = ""
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["sections"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    # -- resolved paths ------------------------------------------------------------------------
+    @property
+    def state_dir(self) -> Path:
+        d = self.daemon.state_dir or os.environ.get("CUZK_STATE_DIR") or "~/.local/state/cuzk"
+        return Path(os.path.expanduser(d))
+
+    @property
+    def listen(self) -> str:
+        return self.daemon.listen or f"unix://{self.state_dir / 'cuzk.sock'}"
+
+    @property
+    def journal_path(self) -> Path:
+        return Path(os.path.expanduser(self.journal.path)) if self.journal.path else self.state_dir / "journal.sqlite"
+
+    @property
+    def srs_cache_dir(self) -> Path:
+        return Path(os.path.expanduser(self.srs.param_cache)) if self.srs.param_cache else self.state_dir / "srs"
+
+
+def load_config(path: str | os.PathLike | None = None, overrides: dict | None = None, text: str | None = None) -> Config:
+    """Read a config file (None: defaults only); ``overrides`` maps "section.key" to a value."""
+    raw: dict = {}
+    base = None
+    if text is not None:
+        where = "<config>"
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{where}: malformed TOML: {e}") from None
+    elif path is not None:
+        where = os.fspath(path)
+        try:
+            with open(path, "rb") as fh:
+                raw = tomllib.load(fh)
+        except OSError as e:
+            raise ConfigError(f"{where}: cannot read config: {e.strerror or e}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{where}: malformed TOML: {e}") from None
+        base = Path(where).resolve().parent
+    else:
+        where = "<defaults>"
+    warnings = []
+    sections: dict[str, dict] = {}
+    known_sections = {s for s, *_ in SCHEMA} | {"circuits"}
+    for s in raw:
+        if s not in known_sections:
+            warnings.append(f"{where}: unknown section [{s}] ignored")
+        elif s != "circuits" and not isinstance(raw[s], dict):
+            raise ConfigError(f"{where}: [{s}] must be a table")
+    for s, k, default, kind, _doc in SCHEMA:
+        sect = raw.get(s, {})
+        v = sect.get(k, default) if isinstance(sect, dict) else default
+        sections.setdefault(s, {})[k] = _convert(kind, v, f"{where}: {s}.{k}")
+    for s, sect in raw.items():
+        if s in sections and isinstance(sect, dict):
+            for k in sect:
+                if k not in sections[s]:
+                    warnings.append(f"{where}: unknown key {s}.{k} ignored")
+    for dotted, v in (overrides or {}).items():
+        s, _, k = dotted.partition(".")
+        spec = next((x for x in SCHEMA if x[0] == s and x[1] == k), None)
+        if spec is None:
+            raise ConfigError(f"unknown config key {dotted}")
+        sections[s][k] = _convert(spec[3], v, dotted)
+    # paths relative to the config file
+    if base is not None:
+        for s, k in (("daemon", "state_dir"), ("srs", "param_cache"), ("journal", "path"), ("logging", "file")):
+            v = sections[s][k]
+            if v and not os.path.isabs(os.path.expanduser(v)):
+                sections[s][k] = str(base / v)
+    fmt = sections["logging"]["format"]
+    if fmt not in ("kv", "json"):
+        raise ConfigError(f"{where}: logging.format: expected \"kv\" or \"json\", got {fmt!r}")
+    if sections["journal"]["synchronous"] not in ("full", "normal"):
+        raise ConfigError(f"{where}: journal.synchronous: expected \"full\" or \"normal\"")
+    if sections["gpus"]["backend"] not in ("auto", "cpu", "gpu"):
+        raise ConfigError(f"{where}: gpus.backend: expected auto, cpu or gpu")
+    for dev in sections["gpus"]["devices"]:
+        if isinstance(dev, bool) or not isinstance(dev, int) or dev < 0:
+            raise ConfigError(f"{where}: gpus.devices: expected GPU ordinals (integers >= 0), got {dev!r}")
+    for cid in sections["srs"]["preload"]:
+        if not isinstance(cid, str):
+            raise ConfigError(f"{where}: srs.preload: expected circuit ids (strings), got {cid!r}")
+    circuits = []
+    rc = raw.get("circuits", [])
+    if not isinstance(rc, list):
+        raise ConfigError(f"{where}: circuits must be an array of tables ([[circuits]])")
+    seen = set()
+    for i, c in enumerate(rc):
+        if not isinstance(c, dict):
+            raise ConfigError(f"{where}: circuits[{i}] must be a table")
+        cc = validate_circuit(c, f"{where}: circuits[{i}]", base)
+        if cc.id in seen:
+            raise ConfigError(f"{where}: circuits[{i}].id: {cc.id!r} defined twice")
+        seen.add(cc.id)
+        circuits.append(cc)
+    return Config({n: Section(n, v) for n, v in sections.items()}, circuits, warnings, where)
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def reference_text() -> str:
+    """Every key with its default and documentation, as TOML (``cuzk daemon --print-config``)."""
+    out = ["# cuzk daemon configuration: every key, its default and what it does."]
+    cur = None
+    for s, k, default, _kind, doc in SCHEMA:
+        if s != cur:
+            out += ["", f"[{s}]"]
+            cur = s
+        out.append(f"# {doc}")
+        out.append(f"{k} = {_toml_value(default)}")
+    out += ["", "# One table per circuit (also registrable at run time with the RegisterCircuit RPC).", "# [[circuits]]"]
+    for k, default, _kind, doc in CIRCUIT_KEYS:
+        out.append(f"# {k} = {_toml_value(default)}    # {doc}")
+    return "\n".join(out) + "\n"
+
+
+def machine_memory() -> int:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 16 << 30

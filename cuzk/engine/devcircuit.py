@@ -1,0 +1,67 @@
+"""Built-in synthetic circuits with development keys, for the demo, tests and benchmarks.
+
+``make_dev_circuit(folder, "hash", log_n=10)`` writes ``circuit.r1cs``, a development proving key
+(``circuit.zkey``, or ``circuit.params`` for the bellperson style) and ``witness.wtns``, and returns their
+paths. The circuit's structure does not depend on the seed, so :func:`witness_bytes` with other seeds
+gives more valid witnesses for the same key. Development keys only (single-party setup).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..r1cs import synthetic
+from ..r1cs.r1cs import write_r1cs
+from ..r1cs.wtns import wtns_bytes
+
+
+@dataclass
+class DevCircuit:
+    folder: Path
+    shape: str
+    n_constraints: int
+    r1cs: str
+    key: str
+    key_format: str  # "zkey" | "params"
+    wtns: str
+    n_wires: int
+    domain_log: int
+
+    def spec(self, cid: str, **extra) -> dict:
+        d = {"id": cid, "r1cs": self.r1cs, self.key_format: self.key}
+        d.update(extra)
+        return d
+
+    def witness(self, seed: int) -> bytes:
+        return witness_bytes(self.shape, self.n_constraints, seed)
+
+
+def witness_bytes(shape: str, n_constraints: int, seed: int) -> bytes:
+    return wtns_bytes(synthetic.make(shape, n_constraints, seed=seed).witness)
+
+
+def make_dev_circuit(folder: str | os.PathLike, shape: str = "hash", log_n: int | None = 10,
+                     n_constraints: int | None = None, style: str = "snarkjs", seed: int = 1) -> DevCircuit:
+    from ..groth16 import params, setup, zkey
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    n = n_constraints if n_constraints is not None else synthetic.fit_domain(shape, log_n)
+    c = synthetic.make(shape, n, seed=seed)
+    r1cs = folder / "circuit.r1cs"
+    write_r1cs(r1cs, c.pce, c.n_pub_out, c.n_pub_in, c.n_prv_in)
+    pk = setup.setup(c.pce, style=style, quiet=True)
+    if style == "snarkjs":
+        key, fmt = folder / "circuit.zkey", "zkey"
+        zkey.write_zkey(key, pk)
+    else:
+        key, fmt = folder / "circuit.params", "params"
+        params.write_params(key, pk)
+    wt = folder / "witness.wtns"
+    wt.write_bytes(wtns_bytes(c.witness))
+    from ..groth16.formats import write_vk_json
+
+    write_vk_json(folder / "verification_key.json", pk.vk)
+    return DevCircuit(folder, shape, n, str(r1cs), str(key), fmt, str(wt), c.pce.n_wires, pk.domain_log)

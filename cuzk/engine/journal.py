@@ -1,0 +1,203 @@
+"""Durable job journal: SQLite in WAL mode, in the daemon's state folder.
+
+Tables
+  jobs      one row per accepted job: ids, circuit, priority, state (queued, running, completed, failed,
+            cancelled), times, attempts, and when finished the result (JSON: proofs, public signals,
+            timings) or the error.
+  payloads  the request's partition inputs (witness bytes or inputs JSON), written in the same
+            transaction as the job row (so a restart can re-run it) and deleted once the job finished.
+  events    an append-only log of state changes (accepted, started, recovered, completed, failed,
+            cancelled): an audit trail that also lets tests check "completed exactly once".
+  circuits  circuits registered through the RegisterCircuit RPC (config circuits come from the file).
+
+A job is acknowledged to the client only after its row and payload are committed, so nothing
+accepted is lost by a crash (``synchronous = full`` also survives power loss; ``normal`` survives a
+killed process). Finished jobs are deleted ``retention`` seconds after they finished.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+FINAL = ("completed", "failed", "cancelled")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id TEXT NOT NULL UNIQUE,
+    request_id TEXT,
+    request_hash TEXT NOT NULL,
+    circuit_id TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    n_partitions INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    submitted_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    result TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_request ON jobs(request_id) WHERE request_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS payloads (
+    job_id TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (job_id, part)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    at REAL NOT NULL,
+    detail TEXT
+);
+CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
+CREATE TABLE IF NOT EXISTS circuits (
+    id TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    registered_at REAL NOT NULL
+);
+"""
+
+
+class Journal:
+    def __init__(self, path: str | Path, synchronous: str = "full"):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
+            self._db.execute("PRAGMA foreign_keys=OFF")
+            self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+
+    def _tx(self, fn):
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(self._db)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return out
+
+    # -- jobs -------------------------------------------------------------------------------------
+    def insert_job(self, job_id: str, request_id: str | None, request_hash: str, circuit_id: str, priority: int,
+                   payloads: list[tuple[str, bytes]], submitted_at: float) -> None:
+        def fn(db):
+            db.execute(
+                "INSERT INTO jobs (job_id, request_id, request_hash, circuit_id, priority, n_partitions, state, submitted_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)",
+                (job_id, request_id or None, request_hash, circuit_id, priority, len(payloads), submitted_at))
+            db.executemany("INSERT INTO payloads (job_id, part, kind, data) VALUES (?, ?, ?, ?)",
+                           [(job_id, i, k, sqlite3.Binary(d)) for i, (k, d) in enumerate(payloads)])
+            db.execute("INSERT INTO events (job_id, event, at) VALUES (?, 'accepted', ?)", (job_id, submitted_at))
+        self._tx(fn)
+
+    def by_request(self, request_id: str) -> dict | None:
+        with self._lock:
+            cur = self._db.execute("SELECT * FROM jobs WHERE request_id = ?", (request_id,))
+            return _row(cur)
+
+    def get(self, job_id: str) -> dict | None:
+        with self._lock:
+            cur = self._db.execute("SELECT * FROM jobs WHERE job_id = ?", (job_id,))
+            return _row(cur)
+
+    def payloads(self, job_id: str) -> list[tuple[str, bytes]]:
+        with self._lock:
+            rows = self._db.execute("SELECT kind, data FROM payloads WHERE job_id = ? ORDER BY part", (job_id,)).fetchall()
+        return [(k, bytes(d)) for k, d in rows]
+
+    def mark_started(self, job_id: str, at: float) -> None:
+        def fn(db):
+            db.execute("UPDATE jobs SET state='running', started_at=COALESCE(started_at, ?), attempts=attempts+1 "
+                       "WHERE job_id=? AND state IN ('queued','running')", (at, job_id))
+            db.execute("INSERT INTO events (job_id, event, at) VALUES (?, 'started', ?)", (job_id, at))
+        self._tx(fn)
+
+    def finish(self, job_id: str, state: str, at: float, result: dict | None = None, error: str | None = None) -> bool:
+        """Record the final state once; False if the job had already finished (nothing written)."""
+        assert state in FINAL
+
+        def fn(db):
+            cur = db.execute(
+                "UPDATE jobs SET state=?, finished_at=?, result=?, error=? WHERE job_id=? AND state NOT IN "
+                "('completed','failed','cancelled')",
+                (state, at, json.dumps(result) if result is not None else None, error, job_id))
+            if cur.rowcount == 0:
+                return False
+            db.execute("DELETE FROM payloads WHERE job_id=?", (job_id,))
+            db.execute("INSERT INTO events (job_id, event, at, detail) VALUES (?, ?, ?, ?)", (job_id, state, at, error))
+            return True
+        return self._tx(fn)
+
+    def unfinished(self) -> list[dict]:
+        with self._lock:
+            cur = self._db.execute("SELECT * FROM jobs WHERE state IN ('queued','running') ORDER BY seq")
+            cols = [c[0] for c in cur.description]
+            return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def event(self, job_id: str, event: str, detail: str | None = None) -> None:
+        self._tx(lambda db: db.execute("INSERT INTO events (job_id, event, at, detail) VALUES (?, ?, ?, ?)",
+                                       (job_id, event, time.time(), detail)))
+
+    def events(self, job_id: str | None = None) -> list[tuple[str, str]]:
+        with self._lock:
+            if job_id is None:
+                rows = self._db.execute("SELECT job_id, event FROM events ORDER BY id").fetchall()
+            else:
+                rows = self._db.execute("SELECT job_id, event FROM events WHERE job_id=? ORDER BY id", (job_id,)).fetchall()
+        return [(a, b) for a, b in rows]
+
+    def purge(self, older_than: float) -> int:
+        """Delete jobs (and their events) that finished before ``older_than`` (unix time)."""
+        def fn(db):
+            ids = [r[0] for r in db.execute(
+                "SELECT job_id FROM jobs WHERE state IN ('completed','failed','cancelled') AND finished_at < ?",
+                (older_than,)).fetchall()]
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                db.execute(f"DELETE FROM jobs WHERE job_id IN ({marks})", chunk)
+                db.execute(f"DELETE FROM events WHERE job_id IN ({marks})", chunk)
+                db.execute(f"DELETE FROM payloads WHERE job_id IN ({marks})", chunk)
+            return len(ids)
+        return self._tx(fn)
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
+
+    # -- circuits ---------------------------------------------------------------------------------
+    def save_circuit(self, cid: str, spec: dict) -> None:
+        self._tx(lambda db: db.execute("INSERT OR REPLACE INTO circuits (id, spec, registered_at) VALUES (?, ?, ?)",
+                                       (cid, json.dumps(spec), time.time())))
+
+    def circuits(self) -> list[dict]:
+        with self._lock:
+            rows = self._db.execute("SELECT spec FROM circuits ORDER BY registered_at").fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+
+def _row(cur) -> dict | None:
+    r = cur.fetchone()
+    if r is None:
+        return None
+    return dict(zip([c[0] for c in cur.description], r))

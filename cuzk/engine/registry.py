@@ -1,0 +1,191 @@
+"""Circuit registry: what a request's ``circuit_id`` names.
+
+A circuit is its R1CS (the PCE: constraint checks, and the wire densities bellperson keys need), its
+proving key (snarkjs .zkey or bellperson .params; the SRS manager owns the loaded forms), and optionally
+the circom witness generator (wasm) and signal names (sym). Registration checks the files and that the
+key belongs to the circuit (wire and public-signal counts), so a mismatch is reported at once rather
+than on the first proof.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import struct
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .. import CuzkError
+from ..r1cs.binfile import FormatError, Reader, open_binfile
+from .config import CircuitConfig
+from .errors import InvalidArgument
+
+
+def _exists(path: str, what: str, where: str) -> None:
+    if not path:
+        return
+    if not os.path.isfile(path):
+        raise InvalidArgument(f"{where}.{what}: {path}: no such file")
+
+
+class Circuit:
+    def __init__(self, spec: CircuitConfig, source: str = "config", calculators: int = 2):
+        self.spec = spec
+        self.id = spec.id
+        self.source = source
+        where = f"circuit {spec.id!r}"
+        for k in ("r1cs", "zkey", "params", "wasm", "sym"):
+            _exists(getattr(spec, k), k, where)
+        from ..r1cs.r1cs import read_r1cs
+
+        try:
+            self.r1cs = read_r1cs(spec.r1cs)
+        except CuzkError as e:
+            raise InvalidArgument(f"{where}.r1cs: {e}") from None
+        self.pce = self.r1cs.pce
+        self.n_wires = self.r1cs.n_wires
+        self.n_public = self.r1cs.n_public
+        self.n_constraints = self.r1cs.n_constraints
+        self.domain_log = self._check_key(where)
+        self._names: dict[int, str] | None = None
+        self._names_lock = threading.Lock()
+        self._calc_max = max(1, calculators)
+        self._calc_made = 0
+        self._calcs: queue.Queue = queue.Queue()
+        self._calc_lock = threading.Lock()
+        if spec.wasm:
+            self._put_calc(self._new_calc())  # compile now: a bad wasm is a registration error
+
+    # -- key header -------------------------------------------------------------------------------
+    def _check_key(self, where: str) -> int:
+        if self.spec.zkey:
+            path = self.spec.zkey
+            try:
+                bf = open_binfile(path, "zkey", (1,))
+                try:
+                    r2 = Reader(bf.section(2, "groth16 header"), bf, 2, "groth16 header")
+                    n8q = r2.u32("n8q")
+                    r2.bytes(n8q, "q")
+                    n8r = r2.u32("n8r")
+                    r2.bytes(n8r, "r")
+                    n_vars, n_public, domain = r2.u32("nVars"), r2.u32("nPublic"), r2.u32("domainSize")
+                finally:
+                    bf.close()
+            except CuzkError as e:
+                raise InvalidArgument(f"{where}.zkey: {e}") from None
+            if n8q != 48:
+                raise InvalidArgument(f"{where}.zkey: {path}: not a BLS12-381 key (n8q = {n8q})")
+            if n_vars != self.n_wires or n_public != self.n_public:
+                raise InvalidArgument(
+                    f"{where}.zkey: {path} is for a circuit of {n_vars} wires / {n_public} public signals, "
+                    f"the r1cs has {self.n_wires} / {self.n_public} (is it the key of another circuit?)")
+            if domain < 2 or domain & (domain - 1):
+                raise InvalidArgument(f"{where}.zkey: {path}: domainSize {domain} is not a power of two")
+            return domain.bit_length() - 1
+        path = self.spec.params
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(868)
+        except OSError as e:
+            raise InvalidArgument(f"{where}.params: {path}: cannot read: {e.strerror}") from None
+        if len(head) < 868:
+            raise InvalidArgument(f"{where}.params: {path}: truncated ({len(head)} bytes), not bellperson parameters")
+        (n_ic,) = struct.unpack(">I", head[864:868])
+        if n_ic != self.n_public + 1:
+            raise InvalidArgument(f"{where}.params: {path}: ic has {n_ic} points, the circuit has "
+                                  f"{self.n_public + 1} inputs (is it the key of another circuit?)")
+        rows = self.n_constraints + self.n_public + 1
+        return max(1, (rows - 1).bit_length())
+
+    # -- sizes ------------------------------------------------------------------------------------
+    @property
+    def partitions(self) -> int:
+        return max(1, self.spec.partitions)
+
+    @property
+    def domain_size(self) -> int:
+        return 1 << self.domain_log
+
+    def working_bytes(self) -> int:
+        """Estimated host memory of one partition in flight: the witness, a/b/c and the quotient
+        (32 B per element), and the MSMs' scalar objects and base lists (~480 B per wire)."""
+        n = max(self.n_wires, self.domain_size)
+        return 32 * self.n_wires + 4 * 32 * self.domain_size + 480 * n
+
+    # -- witnesses --------------------------------------------------------------------------------
+    def _new_calc(self):
+        from ..r1cs.witness import WitnessCalculator
+
+        try:
+            calc = WitnessCalculator(self.spec.wasm, sym_path=self.spec.sym or None, log=lambda line: None)
+        except CuzkError as e:
+            raise InvalidArgument(f"circuit {self.id!r}.wasm: {e}") from None
+        if calc.n_wires != self.n_wires:
+            raise InvalidArgument(f"circuit {self.id!r}.wasm: computes {calc.n_wires} wires, the r1cs has {self.n_wires}")
+        with self._calc_lock:
+            self._calc_made += 1
+        return calc
+
+    def _put_calc(self, calc) -> None:
+        self._calcs.put(calc)
+
+    def witness_from_inputs(self, inputs: dict) -> np.ndarray:
+        """Montgomery witness computed by the circuit's wasm (one calculator per concurrent caller)."""
+        if not self.spec.wasm:
+            raise InvalidArgument(f"circuit {self.id!r} has no wasm: send a witness (.wtns) instead of inputs_json")
+        try:
+            calc = self._calcs.get_nowait()
+        except queue.Empty:
+            with self._calc_lock:
+                make = self._calc_made < self._calc_max
+            calc = self._new_calc() if make else self._calcs.get()
+        try:
+            return calc.calculate(inputs)
+        finally:
+            self._put_calc(calc)
+
+    def signal_names(self) -> dict[int, str]:
+        with self._names_lock:
+            if self._names is None:
+                self._names = {}
+                if self.spec.sym:
+                    from ..r1cs.sym import read_sym
+
+                    try:
+                        self._names = read_sym(self.spec.sym)
+                    except CuzkError:
+                        self._names = {}
+            return self._names
+
+    def violation(self, w: np.ndarray) -> str | None:
+        """None if ``w`` satisfies every constraint, else a one-line description of the first violated
+        constraint (its index and the signals it involves, named from the .sym when there is one)."""
+        bad = self.pce.unsatisfied(w)
+        if bad.size == 0:
+            return None
+        first = int(bad[0])
+        wires: set[int] = set()
+        for m in (self.pce.A, self.pce.B, self.pce.C):
+            wires.update(int(c) for c in m.cols[m.row_ptr[first] : m.row_ptr[first + 1]])
+        wires.discard(0)
+        names = self.signal_names()
+        shown = [names.get(wi, f"wire {wi}") for wi in sorted(wires)][:8]
+        desc = f"constraint {first}"
+        if shown:
+            desc += f" (signals {', '.join(shown)}{', ...' if len(wires) > 8 else ''})"
+        return f"the witness violates {desc}; {bad.size} of {self.n_constraints} constraints fail"
+
+    def info(self) -> dict:
+        return {"id": self.id, "n_constraints": self.n_constraints, "n_wires": self.n_wires, "n_public": self.n_public,
+                "domain_log": self.domain_log, "partitions": self.partitions, "batchable": self.spec.batchable,
+                "source": self.source, "spec": self.spec.as_dict()}
+
+
+def same_spec(a: CircuitConfig, b: CircuitConfig) -> bool:
+    return a.as_dict() == b.as_dict()
+
+
+def resolve(path: str) -> str:
+    return str(Path(os.path.expanduser(path)).resolve()) if path else ""

@@ -1,0 +1,452 @@
+"""SRS manager: each circuit's proving key in three tiers, with budgets, LRU eviction and refcounts.
+
+* **COLD**: only the ``.zkey`` / ``.params`` on disk. Promotion to WARM parses it once (zkey coefficient
+  section -> CSR; params: zcash big-endian points -> LEM, which is the slow part) and writes a native
+  cache file.
+* **WARM**: the cache file ``<param_cache>/<circuit>-<source id>.srs`` in the device layout: the raw LEM
+  point vectors (what the GPU kernels and the zkey use), the evaluation matrices (CSR) and densities,
+  64-byte aligned, mapped with mmap; a ProvingKey is built over the mapping without copying. The file is
+  keyed by the source file's path, size and mtime, so it survives restarts and is rebuilt when the key
+  changes.
+* **HOT**: resident for a device: arkworks point objects (``ProvingKey.load_all``) for the CPU backend,
+  GPU memory (``cuzk.gpu.backend.device_key``) for a GPU. Promotion from WARM is a copy of the mapped
+  vectors (plus object construction on the CPU).
+
+Budgets: ``hot_budget`` per device, ``warm_budget`` for all cache files. When a promotion would exceed a
+budget, least recently used entries that no proof is using (reference count 0) are evicted
+(HOT -> WARM drops the resident copy; WARM -> COLD unmaps and deletes the cache file). An SRS in use is
+never evicted; if everything resident is in use the promotion goes ahead over budget and the excess is
+evicted as soon as the proofs release their references.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import mmap
+import os
+import struct
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import CuzkError
+from ..curve import points as pts
+from ..groth16.keys import ProvingKey, VerifyingKey
+from ..r1cs.pce import CSR
+from .errors import FailedPrecondition, NotFound
+
+log = logging.getLogger("cuzk.srs")
+
+HOT, WARM, COLD = 0, 1, 2
+TIER_NAMES = {HOT: "HOT", WARM: "WARM", COLD: "COLD"}
+MAGIC = b"CUZKSRS1"
+_ALIGN = 64
+G1_OBJ_BYTES = 200  # measured: an arkworks G1 object + its list slot
+G2_OBJ_BYTES = 350
+
+
+# ---------------------------------------------------------------------------------------------
+# the WARM cache file
+
+
+def write_warm(path: str | Path, pk: ProvingKey, meta: dict) -> int:
+    """Write ``pk`` as a cache file (atomically); returns its size."""
+    vk = pk.vk
+    arrays: list[tuple[str, object, str, tuple]] = []
+    for name in ("a", "b1", "b2", "l", "h"):
+        arrays.append((f"raw.{name}", pk.raw[name], "u1", (len(pk.raw[name]),)))
+    g1 = pts.g1_to_lem([vk.alpha1, vk.beta1, vk.delta1] + list(vk.ic))
+    g2 = pts.g2_to_lem([vk.beta2, vk.gamma2, vk.delta2])
+    arrays.append(("vk.g1", g1, "u1", (len(g1),)))
+    arrays.append(("vk.g2", g2, "u1", (len(g2),)))
+    ncols = {}
+    for mname in ("A", "B", "C"):
+        m = getattr(pk, mname)
+        if m is None:
+            continue
+        ncols[mname] = m.n_cols
+        arrays.append((f"{mname}.row_ptr", np.ascontiguousarray(m.row_ptr, dtype=np.int64), "<i8", m.row_ptr.shape))
+        arrays.append((f"{mname}.cols", np.ascontiguousarray(m.cols, dtype=np.uint32), "<u4", m.cols.shape))
+        arrays.append((f"{mname}.vals", np.ascontiguousarray(m.vals, dtype=np.uint64), "<u8", m.vals.shape))
+    for dname in ("a_aux_density", "b_inp_density", "b_aux_density"):
+        d = getattr(pk, dname)
+        if d is not None:
+            arrays.append((dname, np.ascontiguousarray(d, dtype=np.bool_), "|b1", d.shape))
+    layout = {}
+    off = 0
+    for name, data, dtype, shape in arrays:
+        nbytes = memoryview(data).nbytes
+        layout[name] = [off, nbytes, dtype, list(shape)]
+        off += -(-nbytes // _ALIGN) * _ALIGN
+    header = dict(meta, version=1, style=pk.style, n_vars=pk.n_vars, n_public=pk.n_public, domain_log=pk.domain_log,
+                  n_ic=len(vk.ic), n_cols=ncols, arrays=layout)
+    hjson = json.dumps(header).encode()
+    body_start = -(-(len(MAGIC) + 8 + len(hjson)) // 4096) * 4096
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(MAGIC + struct.pack("<Q", len(hjson)) + hjson)
+        fh.write(b"\0" * (body_start - fh.tell()))
+        for name, data, _dtype, _shape in arrays:
+            o = body_start + layout[name][0]
+            if fh.tell() < o:
+                fh.write(b"\0" * (o - fh.tell()))
+            fh.write(memoryview(data).cast("B"))
+        fh.flush()
+        os.fsync(fh.fileno())
+        size = fh.tell()
+    os.replace(tmp, path)
+    return size
+
+
+def read_warm_header(path: str | Path) -> dict | None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+            if len(head) < 16 or head[:8] != MAGIC:
+                return None
+            (n,) = struct.unpack("<Q", head[8:])
+            return json.loads(fh.read(n))
+    except (OSError, ValueError):
+        return None
+
+
+def map_warm(path: str | Path) -> tuple[ProvingKey, dict]:
+    """A ProvingKey whose vectors and matrices are views of the mapped cache file (no parse, no copy)."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)  # private, writable views; pages shared until written
+    (n,) = struct.unpack("<Q", mm[8:16])
+    header = json.loads(bytes(mm[16 : 16 + n]))
+    body = -(-(len(MAGIC) + 8 + n) // 4096) * 4096
+    mv = memoryview(mm)
+
+    def buf(name):
+        off, nbytes, _dt, _shape = header["arrays"][name]
+        return mv[body + off : body + off + nbytes]
+
+    def arr(name):
+        off, nbytes, dt, shape = header["arrays"][name]
+        a = np.frombuffer(mm, dtype=np.dtype(dt), count=int(np.prod(shape)) if shape else 0, offset=body + off)
+        return a.reshape(shape)
+
+    what = f"{path}: verifying key"
+    n_ic = header["n_ic"]
+    g1 = pts.g1_from_lem(buf("vk.g1"), 3 + n_ic, what)
+    g2 = pts.g2_from_lem(buf("vk.g2"), 3, what)
+    vk = VerifyingKey(g1[0], g2[0], g2[1], g2[2], g1[3:], beta1=g1[1], delta1=g1[2])
+    raw = {name: buf(f"raw.{name}") for name in ("a", "b1", "b2", "l", "h")}
+    mats = {}
+    for mname, ncols in header["n_cols"].items():
+        mats[mname] = CSR(arr(f"{mname}.row_ptr"), arr(f"{mname}.cols"), arr(f"{mname}.vals"), ncols)
+    dens = {d: (arr(d) if d in header["arrays"] else None) for d in ("a_aux_density", "b_inp_density", "b_aux_density")}
+    pk = ProvingKey(header["style"], header["n_vars"], header["n_public"], header["domain_log"], vk, raw,
+                    mats["A"], mats["B"], mats.get("C"), source=header.get("source", str(path)), **dens)
+    pk._objs["_mmap"] = mm  # keeps the mapping alive as long as the key
+    return pk, header
+
+
+# ---------------------------------------------------------------------------------------------
+# manager
+
+
+class Entry:
+    def __init__(self, circuit):
+        self.circuit = circuit
+        self.id = circuit.id
+        self.key_path = circuit.spec.key_path()
+        self.key_format = circuit.spec.key_format()
+        st = os.stat(self.key_path)
+        self.cold_bytes = st.st_size
+        ident = f"{os.path.realpath(self.key_path)}|{st.st_size}|{st.st_mtime_ns}|{self.key_format}"
+        if self.key_format == "params":
+            ident += f"|{circuit.spec.r1cs}|{os.stat(circuit.spec.r1cs).st_mtime_ns}"
+        self.source_id = hashlib.sha256(ident.encode()).hexdigest()[:16]
+        self.pk: ProvingKey | None = None  # WARM (mapped)
+        self.warm_path: Path | None = None
+        self.warm_bytes = 0
+        self.hot: dict[str, int] = {}  # device -> bytes
+        self.refs: dict[str, int] = {}
+        self.last_used = 0.0
+        self.lock = threading.Lock()  # serializes promotions of this entry
+        self.loading = 0
+
+    def tier(self) -> int:
+        if self.hot:
+            return HOT
+        if self.pk is not None or (self.warm_path is not None and self.warm_path.exists()):
+            return WARM
+        return COLD
+
+    def refcount(self) -> int:
+        return sum(self.refs.values())
+
+
+def cpu_hot_bytes(pk: ProvingKey) -> int:
+    return (pk.count("a") + pk.count("b1") + pk.count("l") + pk.count("h")) * G1_OBJ_BYTES + pk.count("b2") * G2_OBJ_BYTES
+
+
+class SrsManager:
+    def __init__(self, cache_dir: str | Path, hot_budget: dict[str, int], warm_budget: int, metrics=None):
+        self.cache_dir = Path(cache_dir)
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.hot_budget = dict(hot_budget)
+        self.warm_budget = warm_budget
+        self.metrics = metrics
+        self._lock = threading.RLock()
+        self._entries: dict[str, Entry] = {}
+
+    # -- registry ---------------------------------------------------------------------------------
+    def register(self, circuit) -> None:
+        e = Entry(circuit)
+        path = self.cache_dir / f"{e.id}-{e.source_id}.srs"
+        # remove stale cache files of this circuit (an older key)
+        for old in self.cache_dir.glob(f"{e.id}-*.srs"):
+            if old != path and read_warm_header(old) is not None and read_warm_header(old).get("circuit_id") == e.id:
+                try:
+                    old.unlink()
+                except OSError:
+                    pass
+        h = read_warm_header(path)
+        if h is not None and h.get("source_id") == e.source_id:
+            e.warm_path = path
+            e.warm_bytes = path.stat().st_size
+        with self._lock:
+            old = self._entries.get(e.id)
+            if old is not None and old.refcount():
+                raise FailedPrecondition(f"circuit {e.id!r}: its SRS is in use")
+            self._entries[e.id] = e
+
+    def unregister(self, cid: str) -> None:
+        with self._lock:
+            self._entries.pop(cid, None)
+
+    def _entry(self, cid: str) -> Entry:
+        with self._lock:
+            e = self._entries.get(cid)
+        if e is None:
+            raise NotFound(f"unknown circuit {cid!r}")
+        return e
+
+    def tier(self, cid: str) -> int:
+        return self._entry(cid).tier()
+
+    def resident_devices(self, cid: str) -> list[str]:
+        with self._lock:
+            e = self._entries.get(cid)
+            return list(e.hot) if e else []
+
+    # -- budgets ----------------------------------------------------------------------------------
+    def hot_used(self, device: str) -> int:
+        with self._lock:
+            return sum(e.hot.get(device, 0) for e in self._entries.values())
+
+    def warm_used(self) -> int:
+        with self._lock:
+            return sum(e.warm_bytes for e in self._entries.values() if e.warm_path is not None)
+
+    def _evict_hot_for(self, device: str, need: int, exclude: Entry | None) -> None:
+        budget = self.hot_budget.get(device)
+        if budget is None:
+            return
+        while True:
+            with self._lock:
+                used = sum(e.hot.get(device, 0) for e in self._entries.values())
+                if used + need <= budget:
+                    return
+                cands = [e for e in self._entries.values() if e is not exclude and device in e.hot
+                         and not e.refs.get(device) and not e.loading]
+                if not cands:
+                    if need:
+                        log.warning("event=srs_over_budget tier=HOT device=%s used=%d need=%d budget=%d (all in use)",
+                                    device, used, need, budget)
+                    return
+                victim = min(cands, key=lambda e: e.last_used)
+                self._drop_hot(victim, device, reason="budget")
+
+    def _evict_warm_for(self, need: int, exclude: Entry | None) -> None:
+        while True:
+            with self._lock:
+                used = sum(e.warm_bytes for e in self._entries.values() if e.warm_path is not None)
+                if used + need <= self.warm_budget:
+                    return
+                cands = [e for e in self._entries.values() if e is not exclude and e.warm_path is not None
+                         and not e.hot and not e.refcount() and not e.loading]
+                if not cands:
+                    if need:
+                        log.warning("event=srs_over_budget tier=WARM used=%d need=%d budget=%d", used, need, self.warm_budget)
+                    return
+                victim = min(cands, key=lambda e: e.last_used)
+                self._drop_warm(victim, reason="budget")
+
+    def _drop_hot(self, e: Entry, device: str, reason: str) -> int:
+        """Caller holds self._lock; the entry has no reference on ``device``."""
+        freed = e.hot.pop(device, 0)
+        if e.pk is not None:
+            if device == "cpu":
+                e.pk.drop_objects()  # the mapped vectors stay (views of the mmap keep it open)
+            else:
+                from ..gpu.backend import evict_device_key  # noqa: PLC0415 - GPU only
+
+                evict_device_key(e.pk, int(device.split(":")[1]))
+        if self.metrics:
+            self.metrics.srs_evictions.labels(tier="HOT", reason=reason).inc()
+        log.info("event=srs_evict circuit=%s from=HOT device=%s bytes=%d reason=%s", e.id, device, freed, reason)
+        return freed
+
+    def _drop_warm(self, e: Entry, reason: str) -> int:
+        freed = e.warm_bytes
+        e.pk = None  # the mapping closes with the key's last reference
+        if e.warm_path is not None:
+            try:
+                e.warm_path.unlink()
+            except OSError:
+                pass
+        e.warm_path = None
+        e.warm_bytes = 0
+        if self.metrics:
+            self.metrics.srs_evictions.labels(tier="WARM", reason=reason).inc()
+        log.info("event=srs_evict circuit=%s from=WARM bytes=%d reason=%s", e.id, freed, reason)
+        return freed
+
+    # -- promotion --------------------------------------------------------------------------------
+    def _ensure_warm(self, e: Entry) -> ProvingKey:
+        """Caller holds e.lock."""
+        if e.pk is not None:
+            return e.pk
+        t0 = time.perf_counter()
+        src = "WARM"
+        if e.warm_path is None or not e.warm_path.exists():
+            src = "COLD"
+            pk = self._parse_cold(e)
+            path = self.cache_dir / f"{e.id}-{e.source_id}.srs"
+            est = pk.raw_bytes() + sum(m.memory_bytes() for m in (pk.A, pk.B, pk.C) if m is not None)
+            self._evict_warm_for(est, e)
+            size = write_warm(path, pk, {"circuit_id": e.id, "source": e.key_path, "source_id": e.source_id})
+            del pk
+            with self._lock:
+                e.warm_path, e.warm_bytes = path, size
+        pk, _hdr = map_warm(e.warm_path)
+        with self._lock:
+            e.pk = pk
+        if self.metrics:
+            self.metrics.srs_loads.labels(tier="WARM", source=src).inc()
+        log.info("event=srs_load circuit=%s to=WARM from=%s ms=%.1f bytes=%d", e.id, src, (time.perf_counter() - t0) * 1e3, e.warm_bytes)
+        return pk
+
+    def _parse_cold(self, e: Entry) -> ProvingKey:
+        try:
+            if e.key_format == "zkey":
+                from ..groth16.zkey import read_zkey
+
+                return read_zkey(e.key_path)
+            from ..groth16.params import read_params
+
+            return read_params(e.key_path, e.circuit.pce)
+        except CuzkError as err:
+            raise CuzkError(f"circuit {e.id!r}: cannot load its proving key: {err}") from None
+
+    def _promote_hot(self, e: Entry, pk: ProvingKey, device: str) -> int:
+        if device == "cpu":
+            need = cpu_hot_bytes(pk)
+            self._evict_hot_for(device, need, e)
+            pk.load_all()
+            return need
+        from ..gpu.backend import device_key  # noqa: PLC0415 - GPU only
+
+        import cupy  # noqa: PLC0415
+
+        dev = int(device.split(":")[1])
+        need = pk.raw_bytes() + sum(m.memory_bytes() for m in (pk.A, pk.B, pk.C) if m is not None)
+        self._evict_hot_for(device, need, e)
+        with cupy.cuda.Device(dev):
+            return device_key(pk, dev).nbytes
+
+    def acquire(self, cid: str, device: str) -> tuple[ProvingKey, float, int]:
+        """Make ``cid`` HOT on ``device`` and take a reference. Returns (key, load ms, tier before)."""
+        e = self._entry(cid)
+        t0 = time.perf_counter()
+        with self._lock:
+            e.loading += 1
+        try:
+            with e.lock:
+                prev = e.tier() if device not in e.hot else HOT
+                if device not in e.hot:
+                    pk = self._ensure_warm(e)
+                    t1 = time.perf_counter()
+                    nbytes = self._promote_hot(e, pk, device)
+                    with self._lock:
+                        e.hot[device] = nbytes
+                    if self.metrics:
+                        self.metrics.srs_loads.labels(tier="HOT", source=TIER_NAMES[prev]).inc()
+                    log.info("event=srs_load circuit=%s to=HOT device=%s from=%s ms=%.1f bytes=%d", cid, device,
+                             TIER_NAMES[prev], (time.perf_counter() - t1) * 1e3, nbytes)
+                with self._lock:
+                    e.refs[device] = e.refs.get(device, 0) + 1
+                    e.last_used = time.monotonic()
+                    pk = e.pk
+        finally:
+            with self._lock:
+                e.loading -= 1
+        return pk, (time.perf_counter() - t0) * 1e3, prev
+
+    def release(self, cid: str, device: str) -> None:
+        with self._lock:
+            e = self._entries.get(cid)
+            if e is None:
+                return
+            n = e.refs.get(device, 0) - 1
+            if n <= 0:
+                e.refs.pop(device, None)
+            else:
+                e.refs[device] = n
+            e.last_used = time.monotonic()
+        self._evict_hot_for(device, 0, None)
+
+    def preload(self, cid: str, device: str) -> tuple[bool, float, int]:
+        """(already HOT, ms, tier before)."""
+        e = self._entry(cid)
+        already = device in e.hot
+        pk, ms, prev = self.acquire(cid, device)
+        self.release(cid, device)
+        return already, ms, prev
+
+    def evict(self, cid: str, to_tier: int = WARM) -> tuple[bool, int, int]:
+        """(was loaded above ``to_tier``, bytes freed, tier after). Refuses while a proof holds a reference."""
+        e = self._entry(cid)
+        to_tier = WARM if to_tier == HOT else to_tier
+        with e.lock, self._lock:
+            if e.refcount():
+                raise FailedPrecondition(f"circuit {cid!r}: its SRS is in use by {e.refcount()} proof(s); try again when they finish")
+            was = e.tier() < to_tier
+            freed = 0
+            for dev in list(e.hot):
+                freed += self._drop_hot(e, dev, reason="rpc")
+            if to_tier == COLD and e.warm_path is not None:
+                freed += self._drop_warm(e, reason="rpc")
+            return was, freed, e.tier()
+
+    # -- status -----------------------------------------------------------------------------------
+    def status(self) -> list[dict]:
+        now = time.monotonic()
+        out = []
+        with self._lock:
+            for e in self._entries.values():
+                t = e.tier()
+                hot = sum(e.hot.values())
+                size = hot if t == HOT else (e.warm_bytes if t == WARM else e.cold_bytes)
+                out.append({"circuit_id": e.id, "tier": TIER_NAMES[t], "tier_code": t, "size_bytes": size,
+                            "ref_count": e.refcount(), "hot_bytes": hot, "warm_bytes": e.warm_bytes,
+                            "cold_bytes": e.cold_bytes, "hot_devices": sorted(e.hot),
+                            "last_used_secs_ago": (now - e.last_used) if e.last_used else -1.0})
+        return out
+
+    def totals(self) -> dict[str, int]:
+        with self._lock:
+            hot = sum(sum(e.hot.values()) for e in self._entries.values())
+            warm = sum(e.warm_bytes for e in self._entries.values() if e.warm_path is not None)
+        return {"HOT": hot, "WARM": warm}
