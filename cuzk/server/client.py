@@ -1,0 +1,236 @@
+"""Python client of the proving daemon.
+
+    with Client("unix:///run/cuzk.sock") as c:
+        res = c.prove("my-circuit", witness=open("w.wtns", "rb").read())
+        res.proofs[0]      # 192-byte proof of partition 0
+        res.proof_json[0]  # snarkjs proof.json (dict)
+        res.public[0]      # public signals (ints)
+        res.timings        # queue_wait_ms, srs_load_ms, synthesis_ms, gpu_compute_ms, finalize_ms, total_ms
+
+RPC errors raise :class:`DaemonError` (``.code`` is the gRPC status name); ``prove(check=True)`` and
+``result.check()`` raise :class:`JobFailed` for a job that FAILED or was CANCELLED.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+import grpc
+
+from .. import CuzkError
+from . import protogen
+
+pb, pb_grpc = protogen.load()
+
+_PRIO = {"": 0, "unspecified": 0, "low": 1, "normal": 2, "high": 3, "critical": 4}
+_TIERS = {"hot": 0, "warm": 1, "cold": 2}
+TIER_NAMES = {0: "HOT", 1: "WARM", 2: "COLD"}
+
+
+class DaemonError(CuzkError):
+    def __init__(self, code: str, message: str):
+        super().__init__(f"daemon: {code}: {message}")
+        self.code = code
+        self.details = message
+
+
+class JobFailed(CuzkError):
+    def __init__(self, result: "ProofResult"):
+        super().__init__(f"job {result.job_id} {result.status}: {result.error}")
+        self.result = result
+
+
+def default_address() -> str:
+    env = os.environ.get("CUZK_ADDR")
+    if env:
+        return env
+    from ..engine.config import load_config
+
+    return load_config().listen
+
+
+def _target(address: str) -> str:
+    from .daemon import client_target
+
+    return client_target(address)
+
+
+def priority_value(p) -> int:
+    if isinstance(p, int):
+        return p
+    try:
+        return _PRIO[str(p).strip().lower()]
+    except KeyError:
+        raise CuzkError(f"unknown priority {p!r}: expected low, normal, high or critical") from None
+
+
+@dataclass
+class SubmitResult:
+    job_id: str
+    queue_position: int
+    duplicate: bool
+    assigned_gpu: str
+    status: str
+
+
+@dataclass
+class ProofResult:
+    job_id: str
+    status: str
+    error: str
+    proofs: list[bytes]
+    proof_json: list[dict]
+    public: list[list[int]]
+    timings: dict[str, float]
+    phases: dict[str, float]
+    circuit_id: str = ""
+    backend: str = ""
+    batch_id: str = ""
+    batch_size: int = 0
+    batch_flush: str = ""
+    dispatch_order: int = 0
+    submitted_at: float = 0.0
+    completed_at: float = 0.0
+    attempts: int = 0
+    partition_phases: list[dict] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "COMPLETED"
+
+    @property
+    def proof(self) -> bytes:
+        return b"".join(self.proofs)
+
+    def check(self) -> "ProofResult":
+        if not self.ok:
+            raise JobFailed(self)
+        return self
+
+    @staticmethod
+    def from_pb(r) -> "ProofResult":
+        return ProofResult(
+            job_id=r.job_id, status=pb.JobStatus.Name(r.status), error=r.error_message,
+            proofs=[p.proof for p in r.partitions], proof_json=[json.loads(p.proof_json) for p in r.partitions],
+            public=[[int(x) for x in p.public_signals] for p in r.partitions],
+            timings={"queue_wait_ms": r.queue_wait_ms, "srs_load_ms": r.srs_load_ms, "synthesis_ms": r.synthesis_ms,
+                     "gpu_compute_ms": r.gpu_compute_ms, "finalize_ms": r.finalize_ms, "total_ms": r.total_ms},
+            phases=dict(r.phases_ms), circuit_id=r.circuit_id, backend=r.backend, batch_id=r.batch_id,
+            batch_size=r.batch_size, batch_flush=r.batch_flush, dispatch_order=r.dispatch_order,
+            submitted_at=r.submitted_at, completed_at=r.completed_at, attempts=r.attempts,
+            partition_phases=[dict(p.phases_ms) for p in r.partitions], devices=[p.device for p in r.partitions])
+
+
+def _partition(x):
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return pb.PartitionInput(witness=bytes(x))
+    if isinstance(x, dict):
+        return pb.PartitionInput(inputs_json=json.dumps(x))
+    if isinstance(x, str):
+        return pb.PartitionInput(inputs_json=x)
+    raise CuzkError(f"partition input must be .wtns bytes or inputs (dict or JSON text), got {type(x).__name__}")
+
+
+class Client:
+    def __init__(self, address: str | None = None, timeout: float | None = None, max_message_bytes: int = 1 << 30):
+        self.address = address or default_address()
+        self.timeout = timeout
+        opts = [("grpc.max_send_message_length", max_message_bytes), ("grpc.max_receive_message_length", max_message_bytes)]
+        self.channel = grpc.insecure_channel(_target(self.address), options=opts)
+        self.stub = pb_grpc.ProvingEngineStub(self.channel)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, name: str, req, timeout: float | None = None):
+        try:
+            return getattr(self.stub, name)(req, timeout=timeout if timeout is not None else self.timeout)
+        except grpc.RpcError as e:
+            raise DaemonError(e.code().name, e.details() or "") from None
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise DaemonError("UNAVAILABLE", f"no daemon answered at {self.address} within {timeout:.0f} s") from None
+
+    @staticmethod
+    def _request(circuit_id, witness=None, inputs=None, partitions=None, priority=0, request_id=""):
+        req = pb.SubmitProofRequest(circuit_id=circuit_id, priority=priority_value(priority), request_id=request_id)
+        if partitions is not None:
+            req.partitions.extend(_partition(x) for x in partitions)
+        if witness is not None:
+            req.witness = bytes(witness)
+        if inputs is not None:
+            req.inputs_json = inputs if isinstance(inputs, str) else json.dumps(inputs)
+        return req
+
+    def submit(self, circuit_id: str, witness: bytes | None = None, inputs=None, partitions=None, priority=0,
+               request_id: str = "") -> SubmitResult:
+        r = self._call("SubmitProof", self._request(circuit_id, witness, inputs, partitions, priority, request_id))
+        return SubmitResult(r.job_id, r.queue_position, r.duplicate, r.assigned_gpu, pb.JobStatus.Name(r.status))
+
+    def await_proof(self, job_id: str, timeout_ms: int = 0, rpc_timeout: float | None = None) -> ProofResult:
+        r = self._call("AwaitProof", pb.AwaitProofRequest(job_id=job_id, timeout_ms=timeout_ms), rpc_timeout)
+        return ProofResult.from_pb(r)
+
+    def prove(self, circuit_id: str, witness: bytes | None = None, inputs=None, partitions=None, priority=0,
+              request_id: str = "", timeout_ms: int = 0, check: bool = True) -> ProofResult:
+        req = pb.ProveRequest(submit=self._request(circuit_id, witness, inputs, partitions, priority, request_id),
+                              timeout_ms=timeout_ms)
+        res = ProofResult.from_pb(self._call("Prove", req).result)
+        return res.check() if check else res
+
+    def cancel(self, job_id: str) -> dict:
+        r = self._call("CancelProof", pb.CancelProofRequest(job_id=job_id))
+        return {"was_running": r.was_running, "cancelled": r.cancelled, "status": pb.JobStatus.Name(r.status)}
+
+    def status(self) -> dict:
+        r = self._call("GetStatus", pb.GetStatusRequest())
+        d = json.loads(r.status_json) if r.status_json else {}
+        d["_pb"] = r
+        return d
+
+    def metrics(self) -> str:
+        return self._call("GetMetrics", pb.GetMetricsRequest()).prometheus_text
+
+    def preload(self, circuit_id: str) -> dict:
+        r = self._call("PreloadSRS", pb.PreloadSRSRequest(circuit_id=circuit_id))
+        return {"already_loaded": r.already_loaded, "load_time_ms": r.load_time_ms,
+                "previous_tier": TIER_NAMES[r.previous_tier]}
+
+    def evict(self, circuit_id: str, to_tier: str | int = "WARM") -> dict:
+        t = to_tier if isinstance(to_tier, int) else _TIERS[to_tier.lower()]
+        r = self._call("EvictSRS", pb.EvictSRSRequest(circuit_id=circuit_id, to_tier=t))
+        return {"was_loaded": r.was_loaded, "freed_bytes": r.freed_bytes, "tier": TIER_NAMES[r.tier]}
+
+    def register(self, id: str, r1cs: str, zkey: str = "", params: str = "", wasm: str = "", sym: str = "",
+                 default_priority=0, batchable: bool = False, partitions: int = 1, max_queue: int = 0,
+                 replace: bool = False) -> dict:
+        ab = lambda p: os.path.abspath(p) if p else ""  # noqa: E731 - the daemon resolves against its own cwd
+        spec = pb.CircuitSpec(id=id, r1cs=ab(r1cs), zkey=ab(zkey), params=ab(params), wasm=ab(wasm), sym=ab(sym),
+                              default_priority=priority_value(default_priority), batchable=batchable,
+                              partitions=partitions, max_queue=max_queue)
+        r = self._call("RegisterCircuit", pb.RegisterCircuitRequest(circuit=spec, replace=replace))
+        return _info(r.circuit) | {"already_registered": r.already_registered}
+
+    def list_circuits(self) -> list[dict]:
+        return [_info(c) for c in self._call("ListCircuits", pb.ListCircuitsRequest()).circuits]
+
+
+def _info(c) -> dict:
+    s = c.spec
+    return {"id": s.id, "r1cs": s.r1cs, "zkey": s.zkey, "params": s.params, "wasm": s.wasm, "sym": s.sym,
+            "default_priority": pb.Priority.Name(s.default_priority), "batchable": s.batchable,
+            "partitions": s.partitions, "max_queue": s.max_queue, "n_constraints": c.n_constraints,
+            "n_wires": c.n_wires, "n_public": c.n_public, "domain_log": c.domain_log, "tier": TIER_NAMES[c.tier],
+            "source": c.source}

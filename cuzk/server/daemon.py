@@ -1,0 +1,163 @@
+"""The daemon process: engine + gRPC server (+ optional HTTP status endpoint), signals, drain.
+
+``Daemon(config).start()`` serves in the calling process (the demo and the tests use it that way);
+``run(config)`` is ``cuzk daemon``: it serves until SIGTERM/SIGINT, then stops accepting, lets in-flight
+work finish within ``daemon.drain_timeout`` (queued jobs stay journaled for the next start), and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+
+from .. import CuzkError
+from ..engine import Engine
+from ..engine.config import Config, ConfigError
+from . import protogen
+
+log = logging.getLogger("cuzk.server")
+
+_UNIX_MAX = 107
+
+
+def parse_listen(addr: str) -> tuple[str, str]:
+    """("unix", path) or ("tcp", "host:port")."""
+    if addr.startswith("unix://"):
+        return "unix", addr[len("unix://"):]
+    if addr.startswith("unix:"):
+        return "unix", addr[len("unix:"):]
+    if addr.startswith("tcp://"):
+        addr = addr[len("tcp://"):]
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"daemon.listen: expected unix:///path or host:port, got {addr!r}")
+    return "tcp", addr
+
+
+def client_target(addr: str) -> str:
+    kind, rest = parse_listen(addr)
+    return f"unix://{os.path.abspath(rest)}" if kind == "unix" else rest
+
+
+def _prepare_unix(path: str) -> None:
+    if len(path.encode()) > _UNIX_MAX:
+        raise ConfigError(f"daemon.listen: unix socket path is {len(path.encode())} bytes, the limit is {_UNIX_MAX}: {path}")
+    p = Path(path)
+    if not p.parent.exists():
+        p.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    if os.path.lexists(path):
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise ConfigError(f"daemon.listen: {path} exists and is not a socket")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+        except OSError:
+            os.unlink(path)  # stale socket of a daemon that is gone
+        else:
+            raise ConfigError(f"daemon.listen: {path} is in use by a running daemon")
+        finally:
+            s.close()
+
+
+class Daemon:
+    def __init__(self, config: Config):
+        self.config = config
+        self.engine = Engine(config)
+        self.server: grpc.Server | None = None
+        self.http = None
+        self.address = ""
+        self._unix_path = None
+        self._stopped = threading.Event()
+
+    def start(self) -> "Daemon":
+        cfg = self.config
+        _pb, pb_grpc = protogen.load()
+        from .service import ProvingEngineService
+
+        kind, where = parse_listen(cfg.listen)
+        if kind == "unix":
+            where = os.path.abspath(where)
+            _prepare_unix(where)
+        self.engine.start()
+        mx = int(cfg.daemon.max_message_bytes)
+        opts = [("grpc.max_receive_message_length", mx), ("grpc.max_send_message_length", mx),
+                ("grpc.so_reuseport", 0)]
+        self.server = grpc.server(ThreadPoolExecutor(max_workers=max(4, cfg.daemon.grpc_threads),
+                                                     thread_name_prefix="cuzk-grpc"), options=opts)
+        pb_grpc.add_ProvingEngineServicer_to_server(ProvingEngineService(self.engine), self.server)
+        try:
+            if kind == "unix":
+                port = self.server.add_insecure_port(f"unix:{where}")
+                os.chmod(where, 0o600)
+                self._unix_path = where
+                self.address = f"unix://{where}"
+            else:
+                port = self.server.add_insecure_port(where)
+                self.address = f"{where.rpartition(':')[0]}:{port}"
+        except RuntimeError as e:
+            self.engine.shutdown(0)
+            raise CuzkError(f"daemon.listen: cannot listen on {cfg.listen}: {e}") from None
+        if not port:
+            self.engine.shutdown(0)
+            raise CuzkError(f"daemon.listen: cannot listen on {cfg.listen}")
+        self.server.start()
+        if cfg.daemon.http_listen:
+            from .http import StatusServer
+
+            self.http = StatusServer(self.engine, cfg.daemon.http_listen, cfg.daemon.http_allow_remote).start()
+        log.info("event=daemon_listening address=%s http=%s pid=%d", self.address,
+                 self.http.address if self.http else "off", os.getpid())
+        return self
+
+    def stop(self, drain_timeout: float | None = None) -> bool:
+        if self._stopped.is_set():
+            return True
+        t = self.config.daemon.drain_timeout if drain_timeout is None else drain_timeout
+        log.info("event=daemon_draining timeout_s=%.1f", t)
+        clean = self.engine.shutdown(t)
+        if self.server is not None:
+            self.server.stop(grace=1.0).wait(5)
+        if self.http is not None:
+            self.http.stop()
+        if self._unix_path and os.path.exists(self._unix_path):
+            try:
+                os.unlink(self._unix_path)
+            except OSError:
+                pass
+        self._stopped.set()
+        log.info("event=daemon_stopped drained=%s", clean)
+        return clean
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def run(config: Config) -> int:
+    """Serve until SIGTERM / SIGINT; drain; return the exit status."""
+    d = Daemon(config)
+    stop = threading.Event()
+
+    def on_signal(signum, _frame):
+        log.info("event=signal signal=%s", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    d.start()
+    for w in config.warnings:
+        log.warning("event=config_warning msg=%r", w)
+    while not stop.wait(1.0):
+        pass
+    d.stop()
+    return 0
