@@ -264,28 +264,184 @@ def cmd_synth_circuit(a) -> int:
 
 
 def _print_timings(t: dict[str, float]) -> None:
+    width = max([10] + [len(k) for k in t])
     for k, v in t.items():
-        print(f"  {k:<10} {v:10.1f} ms")
+        print(f"  {k:<{width}} {v:10.1f} ms")
 
 
 def cmd_demo(a) -> int:
-    """Set up, prove and verify a built-in circuit; print the phase timings."""
-    from ..groth16 import prover, setup, verifier
-    from ..r1cs import synthetic
+    """Set up a built-in circuit, prove it through a daemon on a temporary unix socket, verify, print
+    the timings, shut the daemon down."""
+    import shutil
+    import tempfile
+
+    from ..engine.config import load_config
+    from ..engine.devcircuit import make_dev_circuit
+    from ..groth16 import formats, verifier
+    from ..server.client import Client
+    from ..server.daemon import Daemon
+    from ..server.logs import setup_logging
 
     log_n = a.domain
-    c = synthetic.make("hash", synthetic.fit_domain("hash", log_n))
-    print(f"circuit: {c.name} ({c.pce.n_constraints} constraints, {c.pce.n_wires} wires, domain 2^{log_n})")
-    t = time.perf_counter()
-    pk = setup.setup(c.pce)
-    print(f"setup:   {time.perf_counter() - t:.2f} s")
-    pk.load_all()
-    res = prover.prove(pk, c.witness, backend=a.backend, label="demo")
-    ok = verifier.verify(pk.vk, res.public, res.proof)
-    print(f"prove:   {res.timings['total'] / 1e3:.3f} s on the {res.backend} backend; verify: {'OK' if ok else 'INVALID'}")
-    _print_timings(res.timings)
-    print(f"proof (192 bytes): {res.proof.to_bytes().hex()[:64]}...")
+    tmp = tempfile.mkdtemp(prefix="cuzk-demo-", dir="/tmp")  # short: unix socket paths are limited to 107 bytes
+    try:
+        t = time.perf_counter()
+        dc = make_dev_circuit(os.path.join(tmp, "circuit"), "hash", log_n=log_n)
+        print(f"circuit: hash-{dc.n_constraints} ({dc.n_constraints} constraints, {dc.n_wires} wires, domain 2^{dc.domain_log})")
+        print(f"setup:   {time.perf_counter() - t:.2f} s (development keys)")
+        setup_logging("warning")
+        cfg = load_config(overrides={"daemon.state_dir": os.path.join(tmp, "state"),
+                                     "daemon.listen": f"unix://{tmp}/cuzk.sock", "gpus.backend": a.backend})
+        with Daemon(cfg) as d, Client(d.address) as c:
+            print(f"daemon:  listening on {d.address} ({d.engine.backend_name} backend)")
+            c.register("demo-hash", dc.r1cs, zkey=dc.key)
+            with open(dc.wtns, "rb") as fh:
+                res = c.prove("demo-hash", witness=fh.read(), request_id="demo-1")
+            vk = formats.read_vk_json(os.path.join(tmp, "circuit", "verification_key.json"))
+            proof = formats.Proof.from_bytes(res.proofs[0], "proof from the daemon")
+            ok = verifier.verify(vk, res.public[0], proof) and formats.proof_from_json(res.proof_json[0]) == proof
+            print(f"prove:   {res.timings['total_ms'] / 1e3:.3f} s through the daemon on the {res.backend} backend; "
+                  f"verify: {'OK' if ok else 'INVALID'}")
+            _print_timings(res.timings | {k: v for k, v in res.phases.items() if k not in ("total",)})
+            print(f"proof (192 bytes): {res.proofs[0].hex()[:64]}...")
+        print("daemon:  stopped")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return EXIT_OK if ok else EXIT_INVALID
+
+
+# ---------------------------------------------------------------------------------------------
+# daemon verbs
+
+
+def _client(a):
+    from ..server.client import Client
+
+    return Client(a.addr)
+
+
+def _inputs(paths: list[str]) -> list:
+    out = []
+    for p in paths:
+        try:
+            with open(p, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            raise CuzkError(f"{p}: cannot read: {e.strerror}") from None
+        if data[:4] == b"wtns":
+            out.append(data)
+        elif p.endswith(".json") or data.lstrip()[:1] == b"{":
+            try:
+                out.append(data.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise CuzkError(f"{p}: not UTF-8 JSON") from None
+        else:
+            raise CuzkError(f"{p}: neither a .wtns witness nor an inputs .json file")
+    return out
+
+
+def cmd_daemon(a) -> int:
+    from ..engine.config import load_config, reference_text
+    from ..server.daemon import run
+    from ..server.logs import setup_logging
+
+    if a.print_config:
+        sys.stdout.write(reference_text())
+        return EXIT_OK
+    overrides = {}
+    if a.listen:
+        overrides["daemon.listen"] = a.listen
+    if a.log_level:
+        overrides["logging.level"] = a.log_level
+    if a.state_dir:
+        overrides["daemon.state_dir"] = a.state_dir
+    cfg = load_config(a.config, overrides)
+    setup_logging(cfg.logging.level, cfg.logging.format, cfg.logging.file)
+    return run(cfg)
+
+
+def cmd_submit(a) -> int:
+    with _client(a) as c:
+        r = c.submit(a.circuit, partitions=_inputs(a.inputs), priority=a.priority, request_id=a.request_id or "")
+    print(r.job_id)
+    if r.duplicate:
+        sys.stderr.write(f"cuzk: request_id {a.request_id!r} was submitted before: job {r.job_id} ({r.status})\n")
+    return EXIT_OK
+
+
+def _write_result(a, res) -> None:
+    from ..groth16 import formats
+
+    if a.proof:
+        obj = res.proof_json[0] if len(res.proof_json) == 1 else res.proof_json
+        formats._dump(a.proof, obj)
+    if a.public:
+        pub = res.public[0] if len(res.public) == 1 else res.public
+        formats._dump(a.public, [str(x) for x in pub] if len(res.public) == 1 else [[str(x) for x in p] for p in pub])
+    if a.proof_bin:
+        with open(a.proof_bin, "wb") as fh:
+            fh.write(res.proof)
+
+
+def _report(a, res) -> int:
+    if res.ok:
+        _write_result(a, res)
+        if a.verbose:
+            print(f"{res.status} job {res.job_id} ({len(res.proofs)} partition{'s' * (len(res.proofs) != 1)}, {res.backend})")
+            _print_timings(res.timings)
+        return EXIT_OK
+    _err(f"job {res.job_id}: {res.status}" + (f": {res.error}" if res.error else ""))
+    return EXIT_INVALID
+
+
+def cmd_await(a) -> int:
+    with _client(a) as c:
+        res = c.await_proof(a.job_id, timeout_ms=a.timeout_ms)
+    return _report(a, res)
+
+
+def cmd_prove_remote(a) -> int:
+    with _client(a) as c:
+        res = c.prove(a.circuit, partitions=_inputs([a.input] + (a.more or [])), priority=a.priority,
+                      request_id=a.request_id or "", timeout_ms=a.timeout_ms, check=False)
+    return _report(a, res)
+
+
+def cmd_cancel(a) -> int:
+    with _client(a) as c:
+        r = c.cancel(a.job_id)
+    if r["cancelled"]:
+        print(f"cancelled job {a.job_id}" + (" (it was running; stopped at the next stage boundary)" if r["was_running"] else ""))
+    else:
+        print(f"job {a.job_id} had already finished: {r['status']}")
+    return EXIT_OK
+
+
+def cmd_status(a) -> int:
+    import json as _json
+
+    with _client(a) as c:
+        s = c.status()
+    s.pop("_pb", None)
+    if a.json:
+        print(_json.dumps(s, indent=1))
+        return EXIT_OK
+    cnt = s["counters"]
+    print(f"uptime {s['uptime_secs']:.0f} s, backend {s['backend']}{' (draining)' if s['draining'] else ''}; "
+          f"completed {cnt['total_completed']}, failed {cnt['total_failed']}, cancelled {cnt['total_cancelled']}; "
+          f"rss {s['memory']['rss'] / 2**20:.0f} MiB, working memory {s['memory']['working_used'] / 2**20:.0f}"
+          f"/{s['memory']['working_budget'] / 2**20:.0f} MiB")
+    for w in s["workers"]:
+        state = f"proving {w['current_circuit']} ({w['current_job'][:8]})" if w["current_job"] else "idle"
+        mem = f", {w['memory_free'] / 2**20:.0f}/{w['memory_total'] / 2**20:.0f} MiB free" if w["backend"] == "gpu" else ""
+        print(f"  worker {w['worker_id']} [{w['device']}] {w['name']}{mem}: {state}, busy {100 * w['busy_ratio']:.0f}%")
+    for q in s["queues"]:
+        print(f"  queue {q['circuit_id']}: pending {q['pending']}, batching {q['batching']}, in progress {q['in_progress']}")
+    print("  stages: " + ", ".join(f"{k} {v['in_flight']}/{v['capacity']}" for k, v in s["stages"].items()))
+    for e in s["srs"]:
+        print(f"  srs {e['circuit_id']}: {e['tier']} {e['size_bytes'] / 2**20:.1f} MiB, refs {e['ref_count']}"
+              + (f", on {','.join(e['hot_devices'])}" if e["hot_devices"] else ""))
+    return EXIT_OK
 
 
 def cmd_gpu_info(a) -> int:
@@ -362,10 +518,66 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("what", choices=["info"])
     s.set_defaults(fn=cmd_gpu_info)
 
-    s = sub.add_parser("demo", help="set up, prove and verify a built-in example circuit")
+    s = sub.add_parser("demo", help="set up a built-in circuit, prove and verify it through a temporary daemon")
     s.add_argument("--domain", type=int, default=12)
-    s.add_argument("--backend", default="cpu", choices=["cpu", "gpu", "auto"])
+    s.add_argument("--backend", default="auto", choices=["cpu", "gpu", "auto"])
     s.set_defaults(fn=cmd_demo)
+
+    s = sub.add_parser("daemon", help="run the proving daemon (gRPC cuzk.v1.ProvingEngine) until SIGTERM")
+    s.add_argument("--config", help="TOML config file (see cuzk/engine/cuzk.example.toml); default: built-in defaults")
+    s.add_argument("--listen", help="override daemon.listen: unix:///path.sock or host:port")
+    s.add_argument("--log-level", help="override logging.level (debug, info, warning, error)")
+    s.add_argument("--state-dir", help="override daemon.state_dir")
+    s.add_argument("--print-config", action="store_true", help="print every config key with its default and exit")
+    s.set_defaults(fn=cmd_daemon)
+
+    def client_opts(s):
+        s.add_argument("--addr", default=None, help="daemon address (default: $CUZK_ADDR, else the default daemon.listen)")
+
+    def result_opts(s):
+        s.add_argument("--proof", help="write proof.json (a JSON array for several partitions)")
+        s.add_argument("--public", help="write public.json")
+        s.add_argument("--proof-bin", help="write the 192-byte proofs, concatenated in partition order")
+        s.add_argument("--timeout-ms", type=int, default=0, help="stop waiting after this long (0 = until done)")
+        s.add_argument("-v", "--verbose", action="store_true", help="print the status and timings")
+
+    s = sub.add_parser("submit", help="queue a proof: cuzk submit CIRCUIT INPUT... (prints the job id)")
+    s.add_argument("circuit", help="registered circuit id")
+    s.add_argument("inputs", nargs="+", help="one .wtns witness or inputs .json per partition")
+    s.add_argument("--priority", default="", help="low, normal, high, critical (default: the circuit's)")
+    s.add_argument("--request-id", help="idempotency key: resubmitting it returns the same job")
+    client_opts(s)
+    s.set_defaults(fn=cmd_submit)
+
+    s = sub.add_parser("await", help="wait for a job: cuzk await JOB_ID [--proof F --public F]")
+    s.add_argument("job_id")
+    result_opts(s)
+    client_opts(s)
+    s.set_defaults(fn=cmd_await)
+
+    s = sub.add_parser("prove-remote", help="prove through the daemon: cuzk prove-remote CIRCUIT INPUT PROOF PUBLIC")
+    s.add_argument("circuit", help="registered circuit id")
+    s.add_argument("input", help=".wtns witness or inputs .json (partition 0)")
+    s.add_argument("proof", nargs="?", help="output proof.json")
+    s.add_argument("public", nargs="?", help="output public.json")
+    s.add_argument("--more", action="append", help="the input of the next partition (repeat for each)")
+    s.add_argument("--priority", default="")
+    s.add_argument("--request-id")
+    s.add_argument("--proof-bin", help="write the 192-byte proofs, concatenated in partition order")
+    s.add_argument("--timeout-ms", type=int, default=0)
+    s.add_argument("-v", "--verbose", action="store_true")
+    client_opts(s)
+    s.set_defaults(fn=cmd_prove_remote)
+
+    s = sub.add_parser("cancel", help="cancel a queued or running job")
+    s.add_argument("job_id")
+    client_opts(s)
+    s.set_defaults(fn=cmd_cancel)
+
+    s = sub.add_parser("status", help="daemon status: workers, queues, stages, SRS tiers")
+    s.add_argument("--json", action="store_true", help="the full status snapshot as JSON")
+    client_opts(s)
+    s.set_defaults(fn=cmd_status)
     return p
 
 
