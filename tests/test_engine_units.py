@@ -1,0 +1,205 @@
+"""Engine parts on their own: config schema, generated gRPC code, journal, WARM cache files, SRS tiers,
+scheduler order. (The daemon end to end is in test_daemon*.py.)"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from cuzk.engine import config as cfgmod
+from cuzk.engine import srs as srsmod
+from cuzk.engine.config import ConfigError, load_config
+from cuzk.engine.devcircuit import make_dev_circuit
+from cuzk.engine.journal import Journal
+from cuzk.engine.registry import Circuit
+from cuzk.engine.scheduler import Scheduler
+from cuzk.groth16 import prover, verifier
+from cuzk.r1cs.wtns import parse_wtns
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "cuzk" / "engine" / "cuzk.example.toml"
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory):
+    d = tmp_path_factory.mktemp("units")
+    return {"snarkjs": make_dev_circuit(d / "s", "hash", 8), "bellperson": make_dev_circuit(d / "b", "chain", 8, style="bellperson")}
+
+
+# -- config ---------------------------------------------------------------------------------------
+
+def test_example_config_documents_every_key():
+    text = EXAMPLE.read_text()
+    cfg = load_config(EXAMPLE)
+    assert cfg.warnings == []
+    assert [c.id for c in cfg.circuits] == ["example"]
+    assert Path(cfg.circuits[0].zkey).is_file()  # relative to the file's folder
+    section = None
+    seen = set()
+    for line in text.splitlines():
+        m = re.match(r"^\[(\w+)\]$", line.strip())
+        if m:
+            section = m.group(1)
+        m = re.match(r"^#?\s*(\w+)\s*=", line)
+        if m and section:
+            seen.add((section, m.group(1)))
+    for s, k, *_ in cfgmod.SCHEMA:
+        assert (s, k) in seen, f"{s}.{k} missing from {EXAMPLE.name}"
+    for k, *_ in cfgmod.CIRCUIT_KEYS:
+        assert re.search(rf"^#?\s*{k}\s*=", text, re.M), f"circuits.{k} missing from {EXAMPLE.name}"
+    # the reference text lists every key too, and is itself a valid config
+    ref = cfgmod.reference_text()
+    assert load_config(text=ref).warnings == []
+
+
+def test_config_values_and_errors(tmp_path):
+    assert cfgmod.parse_size("512MiB", "x") == 512 << 20
+    assert cfgmod.parse_size("2GB", "x") == 2_000_000_000
+    assert cfgmod.parse_size("auto", "x") is None
+    assert cfgmod.parse_duration("250ms", "x") == 0.25
+    assert cfgmod.parse_duration("24h", "x") == 86400
+    c = load_config(text='[daemon]\nfoo = 1\n[bogus]\n[scheduler]\nmax_batch_size = 4\n')
+    assert c.scheduler.max_batch_size == 4
+    assert any("daemon.foo" in w for w in c.warnings) and any("[bogus]" in w for w in c.warnings)
+    with pytest.raises(ConfigError, match="memory.working_memory_budget"):
+        load_config(text='[memory]\nworking_memory_budget = "lots"\n')
+    with pytest.raises(ConfigError, match="journal.retention"):
+        load_config(text='[journal]\nretention = "forever"\n')
+    with pytest.raises(ConfigError, match=r"circuits\[0\].*exactly one proving key"):
+        load_config(text='[[circuits]]\nid = "a"\nr1cs = "x.r1cs"\n')
+    with pytest.raises(ConfigError, match="malformed TOML"):
+        load_config(text="[daemon\n")
+    c = load_config(overrides={"daemon.state_dir": str(tmp_path), "logging.level": "debug"})
+    assert c.listen == f"unix://{tmp_path / 'cuzk.sock'}" and c.journal_path == tmp_path / "journal.sqlite"
+
+
+# -- generated code -------------------------------------------------------------------------------
+
+def test_protogen_generates_and_detects_stale(tmp_path):
+    from cuzk.server import protogen
+
+    root = tmp_path / "proto"
+    (root / "cuzk" / "v1").mkdir(parents=True)
+    src = (ROOT / "proto" / protogen.PROTO_REL).read_text()
+    (root / protogen.PROTO_REL).write_text(src)
+    out = tmp_path / "gen"
+    protogen.generate(out, root)
+    data = (root / protogen.PROTO_REL).read_bytes()
+    assert protogen._fresh(out, data)
+    assert "from . import proving_pb2" in (out / "proving_pb2_grpc.py").read_text()
+    assert not protogen._fresh(out, data + b"\n// changed\n")
+    pb, _ = protogen.load()
+    assert {m.name for m in pb.DESCRIPTOR.services_by_name["ProvingEngine"].methods} == {
+        "SubmitProof", "AwaitProof", "Prove", "CancelProof", "GetStatus", "GetMetrics", "PreloadSRS", "EvictSRS",
+        "RegisterCircuit", "ListCircuits"}
+    assert pb.DESCRIPTOR.package == "cuzk.v1"
+
+
+# -- journal --------------------------------------------------------------------------------------
+
+def test_journal_finishes_once_and_purges(tmp_path):
+    j = Journal(tmp_path / "j.sqlite")
+    j.insert_job("a", "req-1", "h", "c", 2, [("wtns", b"abc")], time.time())
+    assert j.payloads("a") == [("wtns", b"abc")]
+    assert j.by_request("req-1")["job_id"] == "a"
+    j.mark_started("a", time.time())
+    assert [r["job_id"] for r in j.unfinished()] == ["a"]
+    assert j.finish("a", "completed", time.time(), result={"x": 1})
+    assert not j.finish("a", "failed", time.time(), error="late")
+    assert j.get("a")["state"] == "completed" and j.payloads("a") == []
+    assert [e for _, e in j.events("a")] == ["accepted", "started", "completed"]
+    assert j.purge(time.time() - 3600) == 0
+    assert j.purge(time.time() + 1) == 1 and j.get("a") is None
+    j.close()
+
+
+# -- SRS tiers ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("style", ["snarkjs", "bellperson"])
+def test_warm_file_round_trip_proves(dev, tmp_path, style):
+    dc = dev[style]
+    c = Circuit(cfgmod.validate_circuit(dc.spec("c"), "c"))
+    e = srsmod.Entry(c)
+    m = srsmod.SrsManager(tmp_path, {"cpu": 1 << 30}, 1 << 30)
+    pk = m._parse_cold(e)
+    size = srsmod.write_warm(tmp_path / "x.srs", pk, {"circuit_id": "c", "source": dc.key, "source_id": e.source_id})
+    assert size == (tmp_path / "x.srs").stat().st_size
+    wpk, hdr = srsmod.map_warm(tmp_path / "x.srs")
+    assert hdr["style"] == style and wpk.fingerprint == pk.fingerprint
+    for name in pk.raw:
+        assert bytes(wpk.raw[name]) == bytes(pk.raw[name])
+    w = parse_wtns(dc.witness(5))
+    res = prover.prove(wpk, w)
+    assert verifier.verify(pk.vk, res.public, res.proof)
+
+
+def test_srs_manager_tiers_budget_refcounts(dev, tmp_path):
+    cs = []
+    for i, style in enumerate(("snarkjs", "bellperson")):
+        cs.append(Circuit(cfgmod.validate_circuit(dev[style].spec(f"c{i}"), "c")))
+    m = srsmod.SrsManager(tmp_path, {"cpu": 1}, 1 << 30)  # HOT budget fits nothing: at most the one in use
+    for c in cs:
+        m.register(c)
+    assert [m.tier(c.id) for c in cs] == [srsmod.COLD, srsmod.COLD]
+    pk0, ms, prev = m.acquire("c0", "cpu")
+    assert prev == srsmod.COLD and m.tier("c0") == srsmod.HOT
+    with pytest.raises(Exception, match="in use"):
+        m.evict("c0")
+    pk1, _, prev1 = m.acquire("c1", "cpu")  # over budget: c0 is in use, so it stays
+    assert m.tier("c0") == srsmod.HOT and m.tier("c1") == srsmod.HOT
+    m.release("c0", "cpu")  # now c0 is evictable and the budget is enforced
+    assert m.tier("c0") == srsmod.WARM and m.tier("c1") == srsmod.HOT
+    m.release("c1", "cpu")
+    assert m.tier("c1") == srsmod.WARM
+    was, freed, tier = m.evict("c0", srsmod.COLD)
+    assert was and freed > 0 and tier == srsmod.COLD
+    # a fresh manager finds the WARM cache file of c1 (it survives restarts)
+    m2 = srsmod.SrsManager(tmp_path, {"cpu": 1 << 30}, 1 << 30)
+    for c in cs:
+        m2.register(c)
+    assert m2.tier("c1") == srsmod.WARM and m2.tier("c0") == srsmod.COLD
+    st = {s["circuit_id"]: s for s in m2.status()}
+    assert st["c1"]["warm_bytes"] > 0 and st["c0"]["cold_bytes"] > 0
+
+
+# -- scheduler ------------------------------------------------------------------------------------
+
+class _J:
+    def __init__(self, prio, cid="c", parts=1):
+        self.priority = prio
+        self.n_parts = parts
+        self.part_bytes = 10
+        self.cancelled = self.final = False
+        self.dispatch_order = 0
+        self.circuit = type("C", (), {"id": cid})()
+        self.batch = None
+
+
+def test_scheduler_priority_fifo_and_budget():
+    s = Scheduler(25, 1, 1.0)
+    jobs = [_J(p) for p in (1, 2, 3, 4, 2, 4, 1)]
+    for j in jobs:
+        s.push_job(j, False)
+    order = []
+    for _ in jobs:
+        it = s.take()
+        order.append(jobs.index(it.job))
+        s.release(it.nbytes)
+    assert order == [3, 5, 2, 1, 4, 0, 6]
+    a, b = _J(2, parts=3), _J(2)
+    s.push_job(a, False)
+    s.push_job(b, False)
+    x, y = s.take(), s.take()  # 20 of 25 bytes
+    assert (x.part, y.part) == (0, 1) and s.budget.used == 20
+    got = []
+    t = __import__("threading").Thread(target=lambda: got.append(s.take()))
+    t.start()
+    t.join(0.3)
+    assert t.is_alive()  # the third partition does not fit
+    s.release(10)
+    t.join(5)
+    assert got[0].part == 2
+    s.close()
