@@ -187,7 +187,11 @@ class Engine:
         n_workers = len(self.workers)
         depth = cfg.pipeline.prover_queue_depth or n_workers
         self.prover_queue = ProverQueue(depth, affinity=len(self.devices) > 1)
-        self.finalizers = ThreadPoolExecutor(max(1, cfg.pipeline.finalizer_threads), thread_name_prefix="cuzk-final")
+        n_fin = max(1, cfg.pipeline.finalizer_threads)
+        self.finalizers = ThreadPoolExecutor(n_fin, thread_name_prefix="cuzk-final")
+        # proofs between prove_start and the end of prove_finish: bounded, so the provers cannot run ahead
+        # of the finalizers (on the CPU backend that would queue ever more MSMs in the pool)
+        self._final_slots = threading.BoundedSemaphore(n_fin)
         self.stage = collections.Counter()
         self.metrics.attach(self)
 
@@ -576,6 +580,14 @@ class Engine:
                 part.stage = "proving"
                 worker.current_job, worker.current_circuit = job.job_id, job.circuit.id
             t_pick = time.perf_counter()
+            got_slot = False
+            while not got_slot and not self.stopped.is_set():
+                got_slot = self._final_slots.acquire(timeout=0.2)
+            if not got_slot:  # stopping: leave the partition (its job stays journaled as running)
+                with self._lock:
+                    self.stage["proving"] -= 1
+                self._part_dropped(item)
+                return
             dev.enter()
             handed = acquired = settled = False
             try:
@@ -615,6 +627,7 @@ class Engine:
                 worker.busy_s += time.perf_counter() - t_pick
                 worker.current_job = worker.current_circuit = ""
                 if not handed:
+                    self._final_slots.release()
                     if acquired:
                         self.srs.release(job.circuit.id, dev.name)
                     dev.leave()
@@ -626,6 +639,19 @@ class Engine:
     # -- pipeline: finalizers -------------------------------------------------------------------------
     def _finalize(self, item: WorkItem, pending, dev: _Device) -> None:
         job, part = item.job, item.job.parts[item.part]
+        if job.cancelled or job.final:  # stage boundary: only drain the MSMs in flight, no assembly / check
+            try:
+                pending.backend.finish(pending.state, pending.timer)
+            except Exception:  # noqa: BLE001
+                pass
+            finally:
+                self.srs.release(job.circuit.id, dev.name)
+                dev.leave()
+                with self._lock:
+                    self.stage["finalizing"] -= 1
+                self._final_slots.release()
+            self._part_dropped(item)
+            return
         try:
             t0 = time.perf_counter()
             try:
@@ -674,6 +700,7 @@ class Engine:
             dev.leave()
             with self._lock:
                 self.stage["finalizing"] -= 1
+            self._final_slots.release()
         item.witness = None
         if not ok:
             self._part_failed(item, err)

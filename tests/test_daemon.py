@@ -1,0 +1,421 @@
+"""The proving daemon end to end: a real gRPC server on a unix socket in this process, real clients.
+
+Circuits are small synthetic ones (2^8 - 2^12) with development keys made once per session, plus the
+committed circom fixture (wasm witness calculation, .sym names, snarkjs verification).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from cuzk.engine import srs as srsmod
+from cuzk.engine.config import load_config
+from cuzk.engine.devcircuit import make_dev_circuit
+from cuzk.groth16 import formats, verifier
+from cuzk.groth16.zkey import read_zkey
+from cuzk.groth16.params import read_params
+from cuzk.r1cs.r1cs import read_r1cs
+from cuzk.r1cs.wtns import parse_wtns, wtns_bytes
+from cuzk.field import fr
+from cuzk.server.client import Client, DaemonError
+from cuzk.server.daemon import Daemon
+
+ROOT = Path(__file__).resolve().parents[1]
+EX = ROOT / "tests" / "fixtures" / "example"
+SNARKJS = ROOT / "node_modules" / ".bin" / "snarkjs"
+
+
+@pytest.fixture(scope="session")
+def dev(tmp_path_factory):
+    d = tmp_path_factory.mktemp("daemon-circuits")
+    return {
+        "h8": make_dev_circuit(d / "h8", "hash", 8),
+        "h10": make_dev_circuit(d / "h10", "hash", 10),
+        "c10": make_dev_circuit(d / "c10", "chain", 10, style="bellperson"),
+        "big": make_dev_circuit(d / "big", "hash", 12),
+    }
+
+
+@contextmanager
+def daemon(**overrides):
+    """An in-process daemon on a fresh unix socket and state folder; yields (daemon, client)."""
+    tmp = tempfile.mkdtemp(prefix="czt", dir="/tmp")
+    over = {"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock", "gpus.backend": "cpu",
+            "daemon.drain_timeout": 30}
+    over.update(overrides)
+    d = Daemon(load_config(overrides=over)).start()
+    c = Client(d.address)
+    try:
+        yield d, c
+    finally:
+        c.close()
+        d.stop(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def vk_of(dc):
+    return formats.read_vk_json(Path(dc.folder) / "verification_key.json")
+
+
+def check_proof(vk, res, part=0):
+    proof = formats.Proof.from_bytes(res.proofs[part])
+    assert formats.proof_from_json(res.proof_json[part]) == proof
+    assert verifier.verify(vk, res.public[part], proof)
+
+
+def public_of(wtns: bytes, n_public: int) -> list[int]:
+    return fr.to_ints(parse_wtns(wtns)[1 : n_public + 1])
+
+
+def metric(text: str, name: str, **labels) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("#") or not line.startswith(name):
+            continue
+        head, _, val = line.rpartition(" ")
+        if head.split("{")[0] != name:
+            continue
+        if all(f'{k}="{v}"' in head for k, v in labels.items()):
+            total += float(val)
+    return total
+
+
+def wait_for(cond, timeout=30.0, what="condition"):
+    t = time.monotonic() + timeout
+    while time.monotonic() < t:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+# ---------------------------------------------------------------------------------------------
+# a shared daemon for the tests that do not need special settings
+
+
+@pytest.fixture(scope="module")
+def shared(dev):
+    with daemon(**{"daemon.max_message_bytes": 256 * 1024, "daemon.http_listen": "127.0.0.1:0"}) as (d, c):
+        c.register("h8", dev["h8"].r1cs, zkey=dev["h8"].key)
+        c.register("h10", dev["h10"].r1cs, zkey=dev["h10"].key)
+        c.register("c10", dev["c10"].r1cs, params=dev["c10"].key)
+        c.register("bigq", dev["big"].r1cs, zkey=dev["big"].key, max_queue=1)
+        c.register("example", str(EX / "circuit.r1cs"), zkey=str(EX / "circuit.zkey"), wasm=str(EX / "circuit.wasm"),
+                   sym=str(EX / "circuit.sym"))
+        yield d, c
+
+
+def test_concurrent_clients_all_verified(shared, dev, tmp_path):
+    d, c0 = shared
+    vks = {k: vk_of(dev[k]) for k in ("h8", "h10", "c10")}
+    jobs = [("h8", s) for s in range(8)] + [("h10", s) for s in range(5)] + [("c10", s) for s in range(5)]
+
+    def one(job):
+        cid, seed = job
+        w = dev[cid].witness(100 + seed)
+        with Client(d.address) as c:  # one connection per client
+            return cid, w, c.prove(cid, witness=w, request_id=f"conc-{cid}-{seed}")
+
+    with cf.ThreadPoolExecutor(len(jobs)) as ex:
+        results = list(ex.map(one, jobs))
+    assert len(results) >= 16
+    for cid, w, res in results:
+        assert res.status == "COMPLETED", res.error
+        check_proof(vks[cid], res)
+        assert res.public[0] == public_of(w, len(vks[cid].ic) - 1)
+        assert len(res.proof) == 192 and res.backend == "cpu"
+        t = res.timings
+        assert t["total_ms"] >= t["gpu_compute_ms"] > 0 and t["finalize_ms"] > 0
+        assert {"msm", "spmv", "verify", "witness", "constraint_check"} <= set(res.phases)
+    st = c0.status()
+    assert st["counters"]["total_completed"] >= len(jobs)
+    assert metric(c0.metrics(), "cuzk_proofs_completed_total", circuit="h10") >= 5
+
+
+def test_inputs_json_wasm_and_snarkjs_verifies(shared, tmp_path):
+    d, c = shared
+    inputs = json.loads((EX / "input.json").read_text())
+    res = c.prove("example", inputs=inputs)
+    assert res.public[0] == [int(x) for x in json.loads((EX / "public.json").read_text())]
+    check_proof(formats.read_vk_json(EX / "verification_key.json"), res)
+    (tmp_path / "proof.json").write_text(json.dumps(res.proof_json[0]))
+    (tmp_path / "public.json").write_text(json.dumps([str(x) for x in res.public[0]]))
+    out = subprocess.run([str(SNARKJS), "groth16", "verify", str(EX / "verification_key.json"),
+                          str(tmp_path / "public.json"), str(tmp_path / "proof.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "OK!" in out.stdout, out.stdout + out.stderr
+
+
+def test_bad_requests_clear_errors_daemon_keeps_serving(shared, dev):
+    d, c = shared
+
+    def code_of(fn):
+        with pytest.raises(DaemonError) as ei:
+            fn()
+        return ei.value.code, ei.value.details
+
+    w8 = dev["h8"].witness(7)
+    code, msg = code_of(lambda: c.submit("nope", witness=w8))
+    assert code == "NOT_FOUND" and "nope" in msg and "h8" in msg
+    code, msg = code_of(lambda: c.submit("h8", witness=b"definitely not a witness file"))
+    assert code == "INVALID_ARGUMENT" and msg.startswith("witness: ") and "not a .wtns file" in msg
+    code, msg = code_of(lambda: c.submit("h10", witness=w8))
+    assert code == "INVALID_ARGUMENT" and "witness" in msg and "245 values" in msg and "1013 wires" in msg
+    code, msg = code_of(lambda: c.submit("h8", partitions=[w8, w8]))
+    assert code == "INVALID_ARGUMENT" and msg.startswith("partitions: 2 given")
+    code, msg = code_of(lambda: c.submit("h8"))
+    assert code == "INVALID_ARGUMENT" and "partitions" in msg
+    code, msg = code_of(lambda: c.submit("", witness=w8))
+    assert code == "INVALID_ARGUMENT" and msg.startswith("circuit_id")
+    code, msg = code_of(lambda: c.submit("example", inputs='{"a": 3,'))
+    assert code == "INVALID_ARGUMENT" and msg.startswith("inputs_json: malformed JSON")
+    code, msg = code_of(lambda: c.submit("h8", inputs={"x": 1}))
+    assert code == "INVALID_ARGUMENT" and "no wasm" in msg
+    code, msg = code_of(lambda: c.submit("h8", witness=os.urandom(300 * 1024)))
+    assert code == "RESOURCE_EXHAUSTED"
+    code, msg = code_of(lambda: c.submit("h8", witness=w8, priority=9))
+    assert code == "INVALID_ARGUMENT" and msg.startswith("priority")
+
+    # a witness that violates a constraint: FAILED, naming the constraint and its signals
+    w = parse_wtns((EX / "witness.wtns").read_bytes()).copy()
+    w[-1] = fr.from_ints([12345])[0]
+    res = c.prove("example", witness=wtns_bytes(w), check=False)
+    assert res.status == "FAILED"
+    assert "violates constraint" in res.error and "main." in res.error, res.error
+    # inputs missing a signal: FAILED naming it
+    inputs = json.loads((EX / "input.json").read_text())
+    del inputs["w"]
+    res = c.prove("example", inputs=inputs, check=False)
+    assert res.status == "FAILED" and "'w'" in res.error and "missing" in res.error, res.error
+    # queue full
+    first = c.submit("bigq", witness=dev["big"].witness(1))
+    code, msg = code_of(lambda: c.submit("bigq", witness=dev["big"].witness(2)))
+    assert code == "RESOURCE_EXHAUSTED" and "queue full" in msg and "bigq" in msg
+    c.cancel(first.job_id)
+    code, msg = code_of(lambda: c.await_proof("no-such-job"))
+    assert code == "NOT_FOUND"
+    # still serving
+    res = c.prove("h8", witness=w8)
+    check_proof(vk_of(dev["h8"]), res)
+    assert metric(c.metrics(), "cuzk_jobs_rejected_total", reason="queue_full") >= 1
+
+
+def test_idempotent_resubmission(shared, dev):
+    d, c = shared
+    w = dev["h8"].witness(42)
+    a = c.submit("h8", witness=w, request_id="idem-1")
+    b = c.submit("h8", witness=w, request_id="idem-1")
+    assert b.job_id == a.job_id and b.duplicate and not a.duplicate
+    res = c.await_proof(a.job_id)
+    assert res.ok
+    again = c.prove("h8", witness=w, request_id="idem-1")  # after completion: the same job and proof
+    assert again.job_id == a.job_id and again.proofs == res.proofs
+    with pytest.raises(DaemonError) as ei:
+        c.submit("h8", witness=dev["h8"].witness(43), request_id="idem-1")
+    assert ei.value.code == "ALREADY_EXISTS" and a.job_id in ei.value.details
+    assert metric(c.metrics(), "cuzk_jobs_submitted_total", circuit="h8") >= 1
+
+
+def test_status_http_socket_mode_and_timeout(shared, dev):
+    d, c = shared
+    sock = d.address[len("unix://"):]
+    assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+    st = c.status()
+    pbs = st["_pb"]
+    assert pbs.backend == "cpu" and pbs.gpus[0].ordinal == -1 and "CPU backend" in pbs.gpus[0].name
+    assert {s.name for s in pbs.stages} == {"synthesis", "prover_queue", "proving", "finalizing"}
+    assert pbs.uptime_seconds >= 0 and pbs.rss_bytes > 0 and pbs.working_memory_budget_bytes > 0
+    tiers = {s.circuit_id: s for s in pbs.loaded_srs}
+    assert tiers["h8"].tier == 0 and tiers["h8"].size_bytes > 0  # used above: HOT
+    circuits = {x["id"]: x for x in c.list_circuits()}
+    assert circuits["h10"]["n_wires"] == 1013 and circuits["c10"]["params"] and circuits["example"]["wasm"]
+    base = f"http://{d.http.address}"
+    text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+    for name in ("cuzk_proofs_completed_total", "cuzk_phase_seconds_bucket", "cuzk_queue_depth",
+                 "cuzk_worker_busy_ratio", "cuzk_stage_in_flight", "cuzk_srs_bytes"):
+        assert name in text
+    js = json.loads(urllib.request.urlopen(base + "/status", timeout=10).read())
+    assert js["backend"] == "cpu" and "srs" in js and "queues" in js
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(base + "/nothing", timeout=10)
+    # AwaitProof's timeout works: a job that cannot finish in 1 ms answers TIMEOUT, then completes
+    j = c.submit("h10", witness=dev["h10"].witness(9))
+    r = c.await_proof(j.job_id, timeout_ms=1)
+    assert r.status in ("TIMEOUT", "COMPLETED")
+    assert c.await_proof(j.job_id).ok
+
+
+def test_cli_verbs_against_daemon(shared, dev, tmp_path, capsys):
+    from cuzk.cli.main import main
+
+    d, c = shared
+    addr = ["--addr", d.address]
+    pf, qf, bf = tmp_path / "p.json", tmp_path / "q.json", tmp_path / "p.bin"
+    assert main(["prove-remote", "h8", dev["h8"].wtns, str(pf), str(qf), "--proof-bin", str(bf), *addr]) == 0
+    assert verifier.verify(vk_of(dev["h8"]), formats.read_public_json(qf), formats.read_proof_json(pf))
+    assert bf.stat().st_size == 192
+    capsys.readouterr()
+    assert main(["submit", "h8", dev["h8"].wtns, "--priority", "high", *addr]) == 0
+    job = capsys.readouterr().out.strip()
+    assert main(["await", job, "--proof", str(pf), "-v", *addr]) == 0
+    assert "COMPLETED" in capsys.readouterr().out
+    assert main(["cancel", job, *addr]) == 0
+    assert "already finished: COMPLETED" in capsys.readouterr().out
+    assert main(["status", *addr]) == 0
+    out = capsys.readouterr().out
+    assert "backend cpu" in out and "srs h8: HOT" in out
+    assert main(["status", "--json", *addr]) == 0
+    assert json.loads(capsys.readouterr().out)["backend"] == "cpu"
+    assert main(["await", "nope", *addr]) == 2
+    assert "NOT_FOUND" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# scheduler behaviour (dedicated daemons: one synthesis worker, one prover, queue depth 1)
+
+SERIAL = {"synthesis.partition_workers": 1, "gpus.cpu_workers": 1, "pipeline.prover_queue_depth": 1}
+
+
+def test_strict_priority_order_under_load(dev):
+    with daemon(**SERIAL) as (d, c):
+        c.register("big", dev["big"].r1cs, zkey=dev["big"].key)
+        c.register("h8", dev["h8"].r1cs, zkey=dev["h8"].key)
+        c.preload("big")
+        c.preload("h8")
+        # CRITICAL blockers keep the pipeline busy; every job below arrives while some are still queued,
+        # so the queue holds all of them at once and must release them strictly by class, FIFO within
+        prios = ["low", "normal", "high", "critical", "low", "high", "normal", "critical", "normal", "low"]
+        wb = [dev["big"].witness(s) for s in range(7)]
+        ws = [dev["h8"].witness(i) for i in range(len(prios))]
+        blockers = [c.submit("big", witness=w, priority="critical") for w in wb]
+        subs = [(p, c.submit("h8", witness=w, priority=p)) for p, w in zip(prios, ws)]
+        q = next(q for q in c.status()["queues"] if q["circuit_id"] == "big")
+        assert q["pending"] >= 1, "blockers finished before the test jobs were queued: the test proves nothing"
+        assert all(c.await_proof(b.job_id).ok for b in blockers)
+        res = [(p, s.job_id, c.await_proof(s.job_id)) for p, s in subs]
+        for _, _, r in res:
+            assert r.ok, r.error
+        rank = {"critical": 4, "high": 3, "normal": 2, "low": 1}
+        by_dispatch = sorted(res, key=lambda x: x[2].dispatch_order)
+        got = [(rank[p], r.submitted_at) for p, _, r in by_dispatch]
+        want = sorted(got, key=lambda x: (-x[0], x[1]))
+        assert got == want, [p for p, _, _ in by_dispatch]
+        by_done = sorted(res, key=lambda x: x[2].completed_at)
+        assert [j for _, j, _ in by_done] == [j for _, j, _ in by_dispatch]
+        last_blocker = c.await_proof(blockers[-1].job_id)
+        assert min(r.dispatch_order for _, _, r in res) > last_blocker.dispatch_order
+
+
+def test_batch_flush_by_size_timeout_and_preempt(dev):
+    with daemon(**{"scheduler.max_batch_size": 3, "scheduler.max_batch_wait_ms": 400}) as (d, c):
+        h8 = dev["h8"]
+        c.register("hb", h8.r1cs, zkey=h8.key, batchable=True)
+        c.register("h8", h8.r1cs, zkey=h8.key)
+        vk = vk_of(h8)
+        jobs = [c.submit("hb", witness=h8.witness(s)) for s in range(3)]
+        rs = [c.await_proof(j.job_id) for j in jobs]
+        assert all(r.ok for r in rs)
+        assert {r.batch_size for r in rs} == {3} and {r.batch_flush for r in rs} == {"size"}
+        assert len({r.batch_id for r in rs}) == 1
+        for r in rs:
+            check_proof(vk, r)
+        t0 = time.monotonic()
+        jobs = [c.submit("hb", witness=h8.witness(10 + s)) for s in range(2)]
+        rs = [c.await_proof(j.job_id) for j in jobs]
+        assert {r.batch_size for r in rs} == {2} and {r.batch_flush for r in rs} == {"timeout"}
+        assert time.monotonic() - t0 >= 0.4 and min(r.timings["queue_wait_ms"] for r in rs) >= 350
+        lone = c.submit("hb", witness=h8.witness(20))
+        hi = c.submit("h8", witness=h8.witness(21), priority="high")
+        r = c.await_proof(lone.job_id)
+        assert r.ok and r.batch_flush == "preempt" and r.batch_size == 1 and r.timings["queue_wait_ms"] < 350
+        assert c.await_proof(hi.job_id).ok
+        m = c.metrics()
+        assert metric(m, "cuzk_batches_total", reason="size") == 1
+        assert metric(m, "cuzk_batches_total", reason="timeout") == 1
+        assert metric(m, "cuzk_batches_total", reason="preempt") == 1
+
+
+def test_cancel_queued_and_in_flight(dev):
+    with daemon(**SERIAL) as (d, c):
+        big, h8 = dev["big"], dev["h8"]
+        c.register("big3", big.r1cs, zkey=big.key, partitions=3)
+        c.register("h8", h8.r1cs, zkey=h8.key)
+        c.preload("big3")
+        running = c.submit("big3", partitions=[big.witness(s) for s in range(3)])
+        queued = c.submit("h8", witness=h8.witness(1))
+        r = c.cancel(queued.job_id)
+        assert r == {"was_running": False, "cancelled": True, "status": "CANCELLED"}
+        assert c.await_proof(queued.job_id).status == "CANCELLED"
+        wait_for(lambda: c.status()["stages"]["proving"]["in_flight"] >= 1, what="first partition proving")
+        r = c.cancel(running.job_id)
+        assert r["was_running"] and r["cancelled"] and r["status"] == "CANCELLED"
+        assert c.await_proof(running.job_id).status == "CANCELLED"
+        # in-flight work stops at the next boundary: the pipeline empties, memory is returned
+        wait_for(lambda: all(v["in_flight"] == 0 for v in c.status()["stages"].values())
+                 and c.status()["memory"]["working_used"] == 0, what="pipeline drained")
+        m = c.metrics()
+        assert metric(m, "cuzk_partitions_proved_total", circuit="big3") < 3
+        assert metric(m, "cuzk_proofs_cancelled_total") == 2
+        assert c.cancel(running.job_id)["cancelled"] is False
+        res = c.prove("h8", witness=h8.witness(2))  # still serving
+        check_proof(vk_of(h8), res)
+        # a multi-partition job returns every partition's proof, in order
+        res = c.prove("big3", partitions=[big.witness(s) for s in (5, 6, 7)])
+        assert len(res.proofs) == 3 and len(res.proof) == 576
+        for i in range(3):
+            check_proof(vk_of(big), res, i)
+            assert res.public[i] == public_of(big.witness(5 + i), 3)
+
+
+def test_srs_eviction_two_circuits_alternating(dev):
+    h10, c10 = dev["h10"], dev["c10"]
+    hot = {"h10": srsmod.cpu_hot_bytes(read_zkey(h10.key)),
+           "c10": srsmod.cpu_hot_bytes(read_params(c10.key, read_r1cs(c10.r1cs).pce))}
+    budget = int(max(hot.values()) * 1.2)  # room for one circuit's HOT form
+    with daemon(**SERIAL, **{"srs.hot_budget": budget}) as (d, c):
+        c.register("h10", h10.r1cs, zkey=h10.key)
+        c.register("c10", c10.r1cs, params=c10.key)
+        vks = {"h10": vk_of(h10), "c10": vk_of(c10)}
+        order = ["h10", "c10"] * 3
+        for i, cid in enumerate(order):
+            res = c.prove(cid, witness=dev[cid].witness(30 + i))
+            check_proof(vks[cid], res)
+            assert res.timings["srs_load_ms"] > 0  # promoted again each time
+            st = {s["circuit_id"]: s for s in c.status()["srs"]}
+            assert st[cid]["tier"] == "HOT" and st[cid]["ref_count"] == 0
+            other = "c10" if cid == "h10" else "h10"
+            if i:
+                assert st[other]["tier"] == "WARM"
+            assert c.status()["srs_totals"]["HOT"] <= budget
+        m = c.metrics()
+        assert metric(m, "cuzk_srs_evictions_total", tier="HOT", reason="budget") >= len(order) - 1
+        # RPCs: evict to COLD, preload back, preload again (already), evict in use refused
+        r = c.evict("h10", "COLD")
+        assert r["tier"] == "COLD"
+        assert next(s for s in c.status()["srs"] if s["circuit_id"] == "h10")["tier"] == "COLD"
+        p = c.preload("h10")
+        assert p["previous_tier"] == "COLD" and not p["already_loaded"] and p["load_time_ms"] > 0
+        assert c.preload("h10")["already_loaded"]
+        d.engine.srs.acquire("h10", "cpu")
+        with pytest.raises(DaemonError) as ei:
+            c.evict("h10")
+        assert ei.value.code == "FAILED_PRECONDITION" and "in use" in ei.value.details
+        d.engine.srs.release("h10", "cpu")
+        assert c.evict("h10")["was_loaded"]
+        with pytest.raises(DaemonError) as ei:
+            c.preload("nope")
+        assert ei.value.code == "NOT_FOUND"
