@@ -419,3 +419,46 @@ def test_srs_eviction_two_circuits_alternating(dev):
         with pytest.raises(DaemonError) as ei:
             c.preload("nope")
         assert ei.value.code == "NOT_FOUND"
+
+
+def test_tcp_listen_config_circuits_and_preload(dev, tmp_path):
+    h8, c10 = dev["h8"], dev["c10"]
+    cfg = tmp_path / "cuzk.toml"
+    cfg.write_text(f"""
+[daemon]
+state_dir = "{tmp_path / 'state'}"
+listen = "127.0.0.1:0"
+[gpus]
+backend = "cpu"
+[srs]
+preload = ["h8"]
+[[circuits]]
+id = "h8"
+r1cs = "{h8.r1cs}"
+zkey = "{h8.key}"
+default_priority = "high"
+[[circuits]]
+id = "c10"
+r1cs = "{c10.r1cs}"
+params = "{c10.key}"
+""")
+    d = Daemon(load_config(cfg)).start()
+    try:
+        assert d.address.startswith("127.0.0.1:") and not d.address.endswith(":0")
+        with Client(d.address) as c:
+            st = {s["circuit_id"]: s["tier"] for s in c.status()["srs"]}
+            assert st == {"h8": "HOT", "c10": "COLD"}
+            circuits = {x["id"]: x for x in c.list_circuits()}
+            assert circuits["h8"]["source"] == "config" and circuits["h8"]["default_priority"] == "HIGH"
+            res = c.prove("h8", witness=h8.witness(3))
+            check_proof(vk_of(h8), res)
+            assert res.timings["srs_load_ms"] < 50  # preloaded: already HOT
+            with pytest.raises(DaemonError) as ei:
+                c.register("h8", c10.r1cs, params=c10.key)
+            assert ei.value.code == "ALREADY_EXISTS"
+            assert c.register("h8", h8.r1cs, zkey=h8.key, default_priority="high")["already_registered"]
+            with pytest.raises(DaemonError) as ei:
+                c.register("bad", c10.r1cs, zkey=h8.key)
+            assert ei.value.code == "INVALID_ARGUMENT" and "another circuit" in ei.value.details
+    finally:
+        d.stop(10)
