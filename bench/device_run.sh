@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One device session: install the carried wheels, build the kernels, run the GPU tests, benchmark.
 # Usage (through the device tool, carry [".whl", ".cache/cuda"]):
-#   bash bench/device_run.sh [tests|bench|all] [extra args for bench/gpu_kernels.py]
+#   bash bench/device_run.sh [tests|bench|prove|all] [extra args for bench/gpu_kernels.py or bench/gpu_prove.py]
+# Kernels come from the carried cache (scripts/precompile_kernels.py builds it without a GPU); a missing
+# variant is compiled here, at the cost of device time.
 set -uo pipefail
 MODE=${1:-all}; shift || true
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -15,17 +17,23 @@ mkdir -p "$CUZK_CACHE_DIR/cuda"
   python3 -c "from cuzk.gpu import build; import json; print(json.dumps(build.info(), indent=1))"
 } 2>&1 | tee "$OUT/env.txt"
 t0=$(date +%s)
+ls "$CUZK_CACHE_DIR"/cuda > /tmp/cubins_before
 python3 - <<'PY' 2>&1 | tee "$OUT/build.txt"
 import time
-from cuzk.gpu import build
+from cuzk.gpu import build, runtime
 for m in build.MODULES:
-    t = time.time(); build.load_module(m); print(f"module {m}: {time.time() - t:.1f} s")
+    t = time.time(); build.load_module(m, runtime.VARIANTS.get(m, ())); print(f"module {m}: {time.time() - t:.1f} s")
 PY
-mkdir -p "$OUT/cubins"; cp "$CUZK_CACHE_DIR"/cuda/*.cubin "$OUT/cubins/" 2>/dev/null
+# bring back only cubins compiled here (the carried ones are already at home)
+mkdir -p "$OUT/cubins"
+for f in $(ls "$CUZK_CACHE_DIR"/cuda | grep -vxF -f /tmp/cubins_before); do cp "$CUZK_CACHE_DIR/cuda/$f" "$OUT/cubins/"; done
 echo "build: $(( $(date +%s) - t0 )) s"
 if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
   timeout 900 python3 -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider --timeout=400 2>&1 | tee "$OUT/tests.txt" | tail -40
 fi
 if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
   python3 bench/gpu_kernels.py --json "$OUT/gpu_kernels.json" "$@" 2>&1 | tee "$OUT/bench.txt"
+fi
+if [ "$MODE" = prove ]; then
+  python3 bench/gpu_prove.py --json "$OUT/gpu_prove.json" "$@" 2>&1 | tee "$OUT/prove.txt"
 fi

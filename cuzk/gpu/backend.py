@@ -32,10 +32,11 @@ _GROUP = {"a": 1, "b1": 1, "l": 1, "h": 1, "b2": 2}
 class DeviceKey:
     """Per-device resident copy of a proving key's SRS vectors and matrices."""
 
-    def __init__(self, pk: ProvingKey, device: int):
+    def __init__(self, pk: ProvingKey, device: int, points: dict | None = None):
+        """``points``: vectors already on the device (from the GPU setup) instead of uploading pk.raw."""
         self.device = device
         with cupy.cuda.Device(device), op_errors(f"uploading the SRS of {pk.source} to GPU {device}"):
-            self.points = {name: gmsm.upload_points(pk.raw[name], g) for name, g in _GROUP.items()}
+            self.points = points if points is not None else {name: gmsm.upload_points(pk.raw[name], g) for name, g in _GROUP.items()}
             self.mats = {}
             for key, m in (("A", pk.A), ("B", pk.B), ("C", pk.C)):
                 if m is not None:

@@ -22,7 +22,7 @@ from .. import CuzkError
 from ..field.constants import FQ_MONT_R, FQ_MONT_R2, FR_MONT_R, FR_MONT_R2, Q, R
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
-MODULES = ("msm", "ntt", "fr_ops")
+MODULES = ("msm", "ntt", "fr_ops", "setup")
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 
 
@@ -50,8 +50,9 @@ def preamble() -> str:
     return "\n".join(lines) + "\n"
 
 
-def full_source(module: str) -> str:
-    """The module's source with local headers inlined once each, after the constants preamble."""
+def full_source(module: str, defines: tuple[tuple[str, str], ...] = ()) -> str:
+    """The module's source with local headers inlined once each, after the constants preamble and the
+    variant's #defines (kernel variants for benchmarking are separate modules, cached separately)."""
     seen: set[str] = set()
 
     def expand(path: Path) -> str:
@@ -66,7 +67,8 @@ def full_source(module: str) -> str:
 
         return _INCLUDE.sub(repl, text).replace("#pragma once", "")
 
-    return preamble() + expand(KERNEL_DIR / f"{module}.cu")
+    defs = "".join(f"#define {k} {v}\n" for k, v in defines)
+    return preamble() + defs + expand(KERNEL_DIR / f"{module}.cu")
 
 
 def options(arch: str) -> tuple[str, ...]:
@@ -75,8 +77,8 @@ def options(arch: str) -> tuple[str, ...]:
 
 @dataclass
 class DeviceTarget:
-    arch: str  # compute capability digits, e.g. "90"
-    name: str
+    arch: str  # compute capability digits, e.g. "90": all a cubin depends on besides source and options
+    name: str = ""
 
 
 def current_target() -> DeviceTarget:
@@ -100,16 +102,28 @@ def nvrtc_version() -> str:
         return "cupy-" + ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
 
 
-def cache_key(module: str, target: DeviceTarget) -> str:
+def cache_key(module: str, target: DeviceTarget, defines: tuple[tuple[str, str], ...] = ()) -> str:
     h = hashlib.sha256()
-    for part in (full_source(module), "\0".join(options(target.arch)), target.arch, target.name, nvrtc_version()):
+    for part in (full_source(module, defines), "\0".join(options(target.arch)), target.arch, nvrtc_version()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
 
 
-def cubin_path(module: str, target: DeviceTarget) -> Path:
-    return cache_dir() / f"{module}-sm{target.arch}-{cache_key(module, target)}.cubin"
+def cubin_path(module: str, target: DeviceTarget, defines: tuple[tuple[str, str], ...] = ()) -> Path:
+    return cache_dir() / f"{module}-sm{target.arch}-{cache_key(module, target, defines)}.cubin"
+
+
+def compile_to_cache(module: str, target: DeviceTarget, defines: tuple[tuple[str, str], ...] = ()) -> Path:
+    """Compile one module variant into the cache (needs only NVRTC through cuda-python, no GPU)."""
+    path = cubin_path(module, target, defines)
+    if not path.exists():
+        data = _compile_cubin(module, full_source(module, defines), options(target.arch))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    return path
 
 
 def _compile_cubin(module: str, src: str, opts: tuple[str, ...]) -> bytes:
@@ -137,36 +151,29 @@ def _compile_cubin(module: str, src: str, opts: tuple[str, ...]) -> bytes:
         nvrtc.nvrtcDestroyProgram(prog)
 
 
-_modules: dict[tuple[str, int], object] = {}
+_modules: dict[tuple, object] = {}
 _lock = threading.Lock()
 
 
-def load_module(module: str):
+def load_module(module: str, defines: tuple[tuple[str, str], ...] = ()):
     """The compiled ``cupy.RawModule`` for the current device (compiled once, then from the cache)."""
     import cupy
 
     dev = cupy.cuda.Device().id
+    key = (module, defines, dev)
     with _lock:
-        mod = _modules.get((module, dev))
+        mod = _modules.get(key)
         if mod is not None:
             return mod
         target = current_target()
-        path = cubin_path(module, target)
-        if not path.exists():
-            src = full_source(module)
-            try:
-                data = _compile_cubin(module, src, options(target.arch))
-            except ImportError:
-                # no cuda-python: let CuPy compile (and cache) it its own way
-                mod = cupy.RawModule(code=src, options=options(target.arch)[1:], backend="nvrtc")
-                _modules[(module, dev)] = mod
-                return mod
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        mod = cupy.RawModule(path=str(path))
-        _modules[(module, dev)] = mod
+        try:
+            path = compile_to_cache(module, target, defines)
+        except ImportError:
+            # no cuda-python: let CuPy compile (and cache) it its own way
+            mod = cupy.RawModule(code=full_source(module, defines), options=options(target.arch)[1:], backend="nvrtc")
+        else:
+            mod = cupy.RawModule(path=str(path))
+        _modules[key] = mod
         return mod
 
 

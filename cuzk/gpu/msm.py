@@ -24,7 +24,8 @@ POINT_WORDS = {1: 12, 2: 24}  # affine point: uint64 words
 XYZZ_WORDS = {1: 24, 2: 48}
 REDUCE_BLOCK = {1: 128, 2: 64}  # must match MSM_ENTRY_POINTS in msm.cu
 ITEM_ENTRIES = 64  # max points one accumulation thread adds (splits crowded buckets)
-SEGMENT_LOG = 6  # buckets per thread in the window reduction
+SEGMENT_LOG = 4  # buckets per thread in the first level of the window reduction
+WINDOW_K = 4  # segments per thread in the second level
 
 
 @dataclass
@@ -142,7 +143,7 @@ class _Profile:
 
 def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool,
                stats: MsmStats) -> cupy.ndarray:
-    """One MSM on device arrays; returns the XYZZ result (device, XYZZ_WORDS[group] words)."""
+    """One MSM on device arrays; returns ([(window sum XYZZ words, shift)], window, ones-sum words)."""
     n = scalars.shape[0]
     words = XYZZ_WORDS[group]
     rb = REDUCE_BLOCK[group]
@@ -164,11 +165,9 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
             n_extra = 1
             prof.mark("ones")
         stats.nonzero += n_other
-        out = _poisoned((1, words))
         if n_other == 0:
-            launch("msm", _k(group, "combine"), 1, 1, (extra, np.int32(0), np.int32(1), extra, u32(n_extra), out), op)
             prof.flush()
-            return out
+            return [], 0, cupy.asnumpy(extra)[0] if n_extra else None
         c = window or choose_window(n_other, group, bits)
         nwin = max(1, -(-(bits + 1) // c))
         nb = 1 << (c - 1)
@@ -215,16 +214,37 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
                (buckets, u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA), op)
         del buckets
         prof.mark("segments")
-        win = _poisoned((nwin, words))
-        launch("msm", _k(group, "window"), nwin, rb, (segT, segA, u32(nseg), np.int32(seg_log), win), op)
+        G = max(1, -(-nseg // (rb * WINDOW_K)))
+        partX = _poisoned((nwin * G, words))
+        partY = _poisoned((nwin * G, words))
+        launch("msm", _k(group, "window_partial"), nwin * G, rb, (segT, segA, u32(nseg), u32(WINDOW_K), u32(G), partX, partY), op)
         del segT, segA
+        win = _poisoned((nwin, words))
+        launch("msm", _k(group, "window_final"), nwin, rb, (partX, partY, u32(G), np.int32(seg_log), win), op)
+        del partX, partY
         prof.mark("window")
-        launch("msm", _k(group, "combine"), 1, 1, (win, np.int32(nwin), np.int32(c), extra, u32(n_extra), out), op)
-        prof.mark("combine")
         if ones:
             stats.ones += int(cupy.count_nonzero(flags[:n] == 1))
+        win_host = cupy.asnumpy(win)
         prof.flush()
-        return out
+        return [(win_host[w], c * w) for w in range(nwin)], c, cupy.asnumpy(extra)[0] if n_extra else None
+
+
+def _combine(group: int, windows: list, extra) -> object:
+    """sum_w 2^(shift_w) W_w + extra on the host: one small arkworks MSM instead of ~255 sequential
+    doublings in a single GPU thread (measured 9 ms on the GPU for a G1 window combine)."""
+    from ..curve.msm import scalar
+
+    g = G1Point if group == 1 else G2Point
+    pts_, sc = [], []
+    for words_, shift in windows:
+        p = _xyzz_to_point(words_, group)
+        pts_.append(p)
+        sc.append(scalar(1 << shift))
+    acc = g.multiexp_unchecked(pts_, sc) if pts_ else g.identity()
+    if extra is not None:
+        acc = acc + _xyzz_to_point(extra, group)
+    return acc
 
 
 def msm(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None = None, ones: bool = True,
@@ -250,8 +270,8 @@ def msm(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | No
             chunk = size // 2  # out of memory: retry this range in halves
     synchronize(f"G{group} MSM of {n} points")
     acc = G1Point.identity() if group == 1 else G2Point.identity()
-    for p in parts:
-        acc = acc + _xyzz_to_point(cupy.asnumpy(p)[0], group)
+    for windows, _, extra in parts:
+        acc = acc + _combine(group, windows, extra)
     return acc
 
 

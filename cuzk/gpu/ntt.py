@@ -62,6 +62,7 @@ class GpuDomain:
         self.omega_inv = pow(self.omega, -1, R)
         self.size_inv = pow(self.size, -1, R)
         half = max(1, self.size // 2)
+        self._scale_tables: dict[tuple[int, int], tuple] = {}  # (g, scale) -> device power tables
         with op_errors(f"NTT 2^{log_n} twiddle tables"):
             self.tw = self._table(self.omega, half)
             self.tw_inv = self._table(self.omega_inv, half)
@@ -89,8 +90,12 @@ class GpuDomain:
 
     def scale_powers(self, a: cupy.ndarray, g: int, scale: int = 1, reversed_order: bool = False) -> None:
         """a[i] *= scale * g^idx (idx = bitrev(i) if the data is in bit-reversed order)."""
-        lo, hi, b = _split_powers(g % R, self.size)
-        k = cupy.asarray(fr.mont_scalar(scale).reshape(1, 4))
+        key = (g % R, scale % R)
+        cached = self._scale_tables.get(key)
+        if cached is None:
+            cached = (*_split_powers(g % R, self.size), cupy.asarray(fr.mont_scalar(scale).reshape(1, 4)))
+            self._scale_tables[key] = cached
+        lo, hi, b, k = cached
         launch("ntt", "fr_scale_powers", grid_for(self.size), BLOCK,
                (a, u32(self.size), u32(self.log_n), u32(int(reversed_order)), lo, hi, u32(b), k), f"coset scaling 2^{self.log_n}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 
 import cupy
@@ -21,15 +22,25 @@ class GpuOutOfMemory(GpuError):
     pass
 
 
-_kernels: dict[tuple[str, str, int], object] = {}
+_kernels: dict[tuple, object] = {}
+
+# Kernel variants (#defines) per module, e.g. {"msm": (("CUZK_MUL_PTX", "1"),)}: set by benchmarks, or for
+# every module from the environment: CUZK_KERNEL_DEFINES="CUZK_MUL_PTX=1,CUZK_ACC_MINB=3".
+def _env_defines() -> tuple[tuple[str, str], ...]:
+    spec = os.environ.get("CUZK_KERNEL_DEFINES", "")
+    return tuple(tuple(kv.split("=", 1)) for kv in spec.split(",") if kv)  # type: ignore[misc]
+
+
+VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {m: _env_defines() for m in ("msm", "ntt", "fr_ops", "setup")}
 
 
 def kernel(module: str, name: str):
     dev = cupy.cuda.Device().id
-    key = (module, name, dev)
+    defines = VARIANTS.get(module, ())
+    key = (module, defines, name, dev)
     k = _kernels.get(key)
     if k is None:
-        k = load_module(module).get_function(name)
+        k = load_module(module, defines).get_function(name)
         _kernels[key] = k
     return k
 

@@ -150,6 +150,53 @@ __device__ __forceinline__ Elem<T> dbl(const Elem<T>& a) {
     return add<T>(a, a);
 }
 
+#ifndef CUZK_MUL_PTX
+#define CUZK_MUL_PTX 0
+#endif
+
+#if CUZK_MUL_PTX
+// Montgomery product a*b/2^(32N) mod p (CIOS) with PTX carry chains: per step one chain of
+// mad.lo.cc/madc.lo.cc and one of mad.hi.cc/madc.hi.cc (the form measured in the performance anchors).
+// The chains are consecutive asm statements with nothing in between that touches the carry flag.
+template <class T>
+__device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
+    constexpr int N = T::N;
+    u32 t[N + 2];
+#pragma unroll
+    for (int j = 0; j < N + 2; j++) t[j] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const u32 ai = a.v[i];
+        // t += ai * b
+        asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(ai), "r"(b.v[0]));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(ai), "r"(b.v[j]));
+        asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+        asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+        asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(ai), "r"(b.v[0]));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(ai), "r"(b.v[j]));
+        asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+        // t += m * p, then t >>= 32
+        const u32 m = t[0] * T::NP0;
+        asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(m), "r"(T::P(0)));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(m), "r"(T::P(j)));
+        asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+        asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+        asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(m), "r"(T::P(0)));
+#pragma unroll
+        for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(m), "r"(T::P(j)));
+        asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+#pragma unroll
+        for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
+        t[N + 1] = 0;
+    }
+    Elem<T> r;
+    reduce_once<T>(r, t, t[N]);
+    return r;
+}
+#else
 // Montgomery product a*b/2^(32N) mod p (CIOS).
 template <class T>
 __device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
@@ -186,6 +233,8 @@ __device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
     reduce_once<T>(r, t, t[N]);
     return r;
 }
+
+#endif
 
 template <class T>
 __device__ __forceinline__ Elem<T> sqr(const Elem<T>& a) {

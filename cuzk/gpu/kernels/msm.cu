@@ -1,19 +1,30 @@
 // Pippenger multi-scalar multiplication on the GPU, G1 and G2.
 //
 // Pipeline (one MSM, window c bits, W windows, B = 2^(c-1) buckets per window, signed digits):
-//   msm_count     per scalar: from Montgomery, classify (0 / 1 / other), signed-digit recoding,
-//                 atomic histogram of (window, bucket) keys; 0 and (optionally) 1 scalars emit nothing
+//   msm_classify  per scalar: from Montgomery, classify (0 / 1 / other), count and max bit length
+//   msm_count     signed-digit recoding of the "other" scalars, atomic histogram of (window, bucket)
 //   (host)        exclusive scan of the histogram -> bucket offsets; work items of <= S entries each
 //   msm_scatter   recode again, scatter point index | sign<<31 into its bucket's slot (counting sort)
 //   *_accumulate  one thread per work item: mixed additions of its affine points into an XYZZ partial
 //   *_bucket_sum  one thread per bucket: add its partials
 //   *_segments    one thread per (window, segment of L buckets): running sums -> (T_s, A_s)
-//   *_window      one block per window: W_w = sum_s T_s + L * sum_s s * A_s
-//   *_combine     one thread: Horner over windows, plus the sum of the 1-scalar points
+//   *_window_*    per window: W_w = sum_s T_s + L * sum_s s * A_s (partials over many blocks, then one)
+//   (host)        sum_w 2^(c w) W_w as a small arkworks MSM, plus the sum of the 1-scalar points
 //   *_ones        bases whose scalar is exactly 1 summed by a parallel reduction (the 0/1 fast path)
 #include "curve.cuh"
 
 #define SIGN_BIT 0x80000000u
+
+// Minimum resident blocks per SM for the accumulation kernels (a register cap: more warps in flight
+// to hide the latency of the multiply chains, at the risk of spills). 0 = let ptxas decide.
+#ifndef CUZK_ACC_MINB
+#define CUZK_ACC_MINB 0
+#endif
+#if CUZK_ACC_MINB
+#define ACC_BOUNDS __launch_bounds__(128, CUZK_ACC_MINB)
+#else
+#define ACC_BOUNDS
+#endif
 
 __device__ __forceinline__ bool fr_is_canonical_one(const Fr& s) {
     u32 acc = s.v[0] ^ 1u;
@@ -188,16 +199,17 @@ __device__ __forceinline__ XYZZ<F> block_reduce(XYZZ<F> v, XYZZ<F>* sh) {
     return r;
 }
 
-// One block per window: X = sum_s T_s, Y = sum_s s A_s, W_w = X + L * Y (L = 2^logL).
+// Window reduction, level 2. Grid nwin x G blocks; block g of window w covers segments
+// [g*BLOCK*K, (g+1)*BLOCK*K), each thread K consecutive ones, and writes the block's
+// X_g = sum T_s and Y_g = sum s A_s (absolute segment index s) to partX/partY[w*G + g].
 template <class F, int BLOCK>
-__device__ __forceinline__ void window_sum(const XYZZ<F>* __restrict__ segT, const XYZZ<F>* __restrict__ segA, u32 nseg,
-                                           int logL, XYZZ<F>* __restrict__ out) {
+__device__ __forceinline__ void window_partial(const XYZZ<F>* __restrict__ segT, const XYZZ<F>* __restrict__ segA, u32 nseg,
+                                               u32 K, u32 G, XYZZ<F>* __restrict__ partX, XYZZ<F>* __restrict__ partY) {
     __shared__ XYZZ<F> sh[BLOCK];
-    u32 w = blockIdx.x;
+    u32 w = blockIdx.x / G, g = blockIdx.x % G;
     const XYZZ<F>* T = segT + (u64)w * nseg;
     const XYZZ<F>* A = segA + (u64)w * nseg;
-    u32 K = (nseg + BLOCK - 1) / BLOCK;
-    u32 lo = threadIdx.x * K, hi = umin(nseg, lo + K);
+    u32 lo = (g * BLOCK + threadIdx.x) * K, hi = umin(nseg, lo + K);
     XYZZ<F> x = XYZZ<F>::inf(), acc = XYZZ<F>::inf(), sum = XYZZ<F>::inf();
     for (u32 s = hi; s > lo; s--) {
         add(x, T[s - 1]);
@@ -206,12 +218,33 @@ __device__ __forceinline__ void window_sum(const XYZZ<F>* __restrict__ segT, con
     }
     // sum = sum_s (s - lo + 1) A_s, so sum_s s A_s = sum + (lo - 1) acc
     XYZZ<F> y = sum;
-    if (lo == 0) {
-        XYZZ<F> na = acc;
-        negate(na);
-        add(y, na);
-    } else if (hi > lo) {
-        add(y, mul_small(acc, lo - 1));
+    if (hi > lo) {
+        if (lo == 0) {
+            XYZZ<F> na = acc;
+            negate(na);
+            add(y, na);
+        } else {
+            add(y, mul_small(acc, lo - 1));
+        }
+    }
+    x = block_reduce<F, BLOCK>(x, sh);
+    y = block_reduce<F, BLOCK>(y, sh);
+    if (threadIdx.x == 0) {
+        partX[blockIdx.x] = x;
+        partY[blockIdx.x] = y;
+    }
+}
+
+// Level 3: one block per window: W_w = sum_g X_g + L * sum_g Y_g (L = 2^logL).
+template <class F, int BLOCK>
+__device__ __forceinline__ void window_final(const XYZZ<F>* __restrict__ partX, const XYZZ<F>* __restrict__ partY, u32 G,
+                                             int logL, XYZZ<F>* __restrict__ out) {
+    __shared__ XYZZ<F> sh[BLOCK];
+    u32 w = blockIdx.x;
+    XYZZ<F> x = XYZZ<F>::inf(), y = XYZZ<F>::inf();
+    for (u32 g = threadIdx.x; g < G; g += BLOCK) {
+        add(x, partX[(u64)w * G + g]);
+        add(y, partY[(u64)w * G + g]);
     }
     x = block_reduce<F, BLOCK>(x, sh);
     y = block_reduce<F, BLOCK>(y, sh);
@@ -220,20 +253,6 @@ __device__ __forceinline__ void window_sum(const XYZZ<F>* __restrict__ segT, con
         add(x, y);
         out[w] = x;
     }
-}
-
-// sum_w 2^(c w) W_w (+ extra[0..nextra)), by Horner from the top window
-template <class F>
-__device__ __forceinline__ void combine(const XYZZ<F>* __restrict__ win, int nwin, int c, const XYZZ<F>* __restrict__ extra,
-                                        u32 nextra, XYZZ<F>* __restrict__ out) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    XYZZ<F> r = XYZZ<F>::inf();
-    for (int w = nwin - 1; w >= 0; w--) {
-        for (int i = 0; i < c; i++) dbl(r);
-        add(r, win[w]);
-    }
-    for (u32 i = 0; i < nextra; i++) add(r, extra[i]);
-    out[0] = r;
 }
 
 // Sum of bases[i] where flags[i] == want (grid-stride, one partial per block)
@@ -305,7 +324,7 @@ extern "C" __global__ void fr_mul_probe(Fr* __restrict__ data, int iters) {
 // entry points, one set per group; G2 uses smaller blocks for its 2x larger points in shared memory
 
 #define MSM_ENTRY_POINTS(G, F, RBLOCK)                                                                                       \
-    extern "C" __global__ void G##_accumulate(const Affine<F>* bases, const u32* entries, const u32* item_start,          \
+    extern "C" __global__ void ACC_BOUNDS G##_accumulate(const Affine<F>* bases, const u32* entries, const u32* item_start,          \
                                                const u32* item_len, u32 nitems, XYZZ<F>* partials) {                    \
         accumulate<F>(bases, entries, item_start, item_len, nitems, partials);                                           \
     }                                                                                                                    \
@@ -317,14 +336,15 @@ extern "C" __global__ void fr_mul_probe(Fr* __restrict__ data, int iters) {
                                              XYZZ<F>* segA) {                                                            \
         segments<F>(buckets, nb, L, nseg, nwin, segT, segA);                                                             \
     }                                                                                                                    \
-    extern "C" __global__ void G##_window(const XYZZ<F>* segT, const XYZZ<F>* segA, u32 nseg, int logL, XYZZ<F>* out) { \
-        window_sum<F, RBLOCK>(segT, segA, nseg, logL, out);                                                              \
+    extern "C" __global__ void G##_window_partial(const XYZZ<F>* segT, const XYZZ<F>* segA, u32 nseg, u32 K, u32 G_,    \
+                                                   XYZZ<F>* partX, XYZZ<F>* partY) {                                     \
+        window_partial<F, RBLOCK>(segT, segA, nseg, K, G_, partX, partY);                                                \
     }                                                                                                                    \
-    extern "C" __global__ void G##_combine(const XYZZ<F>* win, int nwin, int c, const XYZZ<F>* extra, u32 nextra,       \
-                                            XYZZ<F>* out) {                                                              \
-        combine<F>(win, nwin, c, extra, nextra, out);                                                                    \
+    extern "C" __global__ void G##_window_final(const XYZZ<F>* partX, const XYZZ<F>* partY, u32 G_, int logL,           \
+                                                 XYZZ<F>* out) {                                                         \
+        window_final<F, RBLOCK>(partX, partY, G_, logL, out);                                                            \
     }                                                                                                                    \
-    extern "C" __global__ void G##_masked_sum(const Affine<F>* bases, const unsigned char* flags, u32 n,                \
+    extern "C" __global__ void ACC_BOUNDS G##_masked_sum(const Affine<F>* bases, const unsigned char* flags, u32 n,                \
                                                unsigned char want, XYZZ<F>* partials) {                                  \
         masked_sum<F, RBLOCK>(bases, flags, n, want, partials);                                                          \
     }                                                                                                                    \

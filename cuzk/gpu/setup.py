@@ -1,0 +1,171 @@
+"""Development setup on the GPU: the same keys as :mod:`cuzk.groth16.setup`, in seconds instead of hours.
+
+Every step runs on the device: the Lagrange basis at tau (power table, Fermat inverses), the wire
+polynomials u, v, w by transposed sparse mat-vecs (a radix sort of the column indices gives A^T), the
+scalar vectors, and one fixed-base multiplication per SRS point (byte-window table, <= 32 mixed
+additions, then one inversion for the affine form). The resulting point vectors stay resident as the
+key's device copy (no re-upload before proving); a host copy is made only when asked for, e.g. to
+write a .zkey / .params file.
+
+FOR DEVELOPMENT ONLY, like the CPU setup: a single party knew the toxic waste.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import cupy
+import numpy as np
+from py_arkworks_bls12381 import G1Point, G2Point
+
+from ..curve import points as pts
+from ..curve.fixed_base import FixedBase
+from ..field import fr
+from ..field.constants import BELLPERSON_GENERATOR, R, SNARKJS_ROOT_GENERATOR, root_of_unity
+from ..groth16.keys import BELLPERSON, SNARKJS, ProvingKey, VerifyingKey
+from ..groth16.setup import DEV_WARNING, _nonzero_rand, _pick_tau, _vk_points
+from ..r1cs.pce import CSR, PCE, append_identity_rows, empty_rows
+from ..timing import Timer
+from . import msm as gmsm
+from .backend import DeviceKey, _key_lock
+from .ntt import GpuDomain
+from .runtime import BLOCK, grid_for, launch, op_errors
+
+_U32 = np.uint32
+
+
+def _scalar_dev(x: int) -> cupy.ndarray:
+    return cupy.asarray(fr.mont_scalar(x).reshape(1, 4))
+
+
+def _ew(module: str, name: str, *args, n: int, op: str) -> None:
+    launch(module, name, grid_for(n), BLOCK, (*args, _U32(n)), op)
+
+
+def lagrange(tau: int, log_n: int, generator: int) -> cupy.ndarray:
+    """[L_c(tau)] = Z(tau) omega^c / (n (tau - omega^c)), c < n, on the device."""
+    n = 1 << log_n
+    w = GpuDomain._table(root_of_unity(log_n, generator), n)
+    d = cupy.empty_like(w)
+    _ew("setup", "fr_rsub_scalar", w, _scalar_dev(tau), d, n=n, op="setup: tau - omega^c")
+    _ew("setup", "fr_inverse", d, d, n=n, op="setup: inverses")
+    _ew("fr_ops", "fr_mul", w, d, d, n=n, op="setup: Lagrange basis")
+    z = (pow(tau, n, R) - 1) * pow(n, -1, R) % R
+    launch("fr_ops", "fr_scale", grid_for(n), BLOCK, (d, _scalar_dev(z), _U32(n)), "setup: Lagrange basis")
+    return d
+
+
+def device_csr(m: CSR):
+    return cupy.asarray(m.row_ptr), cupy.asarray(m.cols), cupy.asarray(m.vals), m.n_rows
+
+
+def transpose_matvec(m: CSR, x: cupy.ndarray) -> cupy.ndarray:
+    """(M^T x)[j] = sum_r M[r][j] x[r] on the device (M^T built by sorting the column indices)."""
+    cols = cupy.asarray(m.cols)
+    order = cupy.argsort(cols)
+    counts = cupy.diff(cupy.asarray(m.row_ptr))
+    rows = cupy.repeat(cupy.arange(m.n_rows, dtype=cupy.uint32), counts)[order]
+    vals = cupy.asarray(m.vals)[order]
+    row_ptr = cupy.zeros(m.n_cols + 1, dtype=cupy.int64)
+    row_ptr[1:] = cupy.cumsum(cupy.bincount(cols, minlength=m.n_cols))
+    del cols, order, counts
+    out = cupy.zeros((m.n_cols, 4), dtype=cupy.uint64)
+    launch("fr_ops", "spmv_csr", grid_for(m.n_cols), BLOCK, (row_ptr, rows, vals, x, out, _U32(m.n_cols)), "setup: transposed mat-vec")
+    return out
+
+
+class _Tables:
+    def __init__(self):
+        self.g1 = gmsm.upload_points(pts.g1_to_lem([p for row in FixedBase(G1Point()).table for p in row]), 1)
+        self.g2 = gmsm.upload_points(pts.g2_to_lem([p for row in FixedBase(G2Point()).table for p in row]), 2)
+
+
+def fixed_base(tables: _Tables, group: int, scalars: cupy.ndarray, op: str) -> cupy.ndarray:
+    n = scalars.shape[0]
+    out = cupy.empty((max(1, n), gmsm.POINT_WORDS[group]), dtype=cupy.uint64)[:n]
+    table = tables.g1 if group == 1 else tables.g2
+    launch("setup", f"g{group}_fixed_base", grid_for(n, 128), 128, (table, cupy.ascontiguousarray(scalars), _U32(n), out), op)
+    return out
+
+
+def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: bool = False, host_copy: bool = True) -> ProvingKey:
+    """Keys for ``pce`` made on the current GPU; the device copy is attached to the returned key."""
+    timer = timer or Timer()
+    if not quiet:
+        print(DEV_WARNING, file=sys.stderr, flush=True)
+    n_inputs = pce.n_public + 1
+    rows = pce.n_constraints + n_inputs
+    log_n = max(1, (rows - 1).bit_length())
+    n = 1 << log_n
+    gen = SNARKJS_ROOT_GENERATOR if style == SNARKJS else BELLPERSON_GENERATOR
+    tau = _pick_tau(log_n)
+    alpha, beta, gamma, delta = (_nonzero_rand() for _ in range(4))
+    dev = cupy.cuda.Device().id
+    with op_errors(f"GPU setup of a 2^{log_n} circuit"):
+        with timer.phase("setup_qap"):
+            A = append_identity_rows(pce.A, n_inputs)
+            B = empty_rows(pce.B, n_inputs)
+            C = empty_rows(pce.C, n_inputs)
+            L = lagrange(tau, log_n, gen)[:rows]
+            u, v, w = (transpose_matvec(M, L) for M in (A, B, C))
+            del L
+            k = cupy.empty_like(u)
+            coeffs = cupy.asarray(np.stack([fr.mont_scalar(beta), fr.mont_scalar(alpha)]))
+            _ew("setup", "fr_lincomb3", u, v, w, coeffs, k, n=pce.n_wires, op="setup: beta u + alpha v + w")
+            del w
+            ic_sc = k[:n_inputs].copy()
+            launch("fr_ops", "fr_scale", grid_for(n_inputs), BLOCK, (ic_sc, _scalar_dev(pow(gamma, -1, R)), _U32(n_inputs)), "setup: IC")
+            l_sc = k[n_inputs:].copy()
+            launch("fr_ops", "fr_scale", grid_for(l_sc.shape[0]), BLOCK, (l_sc, _scalar_dev(pow(delta, -1, R)), _U32(l_sc.shape[0])), "setup: L")
+            del k
+            if style == SNARKJS:
+                w2n = root_of_unity(log_n + 1, gen)
+                x = GpuDomain._table(w2n * w2n % R, n)
+                launch("fr_ops", "fr_scale", grid_for(n), BLOCK, (x, _scalar_dev(w2n), _U32(n)), "setup: odd coset points")
+                h_sc = cupy.empty_like(x)
+                _ew("setup", "fr_rsub_scalar", x, _scalar_dev(tau), h_sc, n=n, op="setup: H denominators")
+                _ew("setup", "fr_inverse", h_sc, h_sc, n=n, op="setup: H inverses")
+                _ew("fr_ops", "fr_mul", x, h_sc, h_sc, n=n, op="setup: H")
+                zz = (pow(tau, 2 * n, R) - 1) * pow(2 * n, -1, R) * pow(delta, -1, R) % R
+                launch("fr_ops", "fr_scale", grid_for(n), BLOCK, (h_sc, _scalar_dev(zz), _U32(n)), "setup: H")
+                del x
+                a_sc, b_sc = u, v
+            else:
+                h_sc = GpuDomain._table(tau, n - 1)
+                z = (pow(tau, n, R) - 1) * pow(delta, -1, R) % R
+                launch("fr_ops", "fr_scale", grid_for(n - 1), BLOCK, (h_sc, _scalar_dev(z), _U32(n - 1)), "setup: H")
+                dens_a = pce.A.column_density()
+                dens_b = pce.B.column_density()
+                a_sel = np.flatnonzero(np.concatenate([np.ones(n_inputs, dtype=bool), dens_a[n_inputs:]]))
+                a_sc, b_sc = u[cupy.asarray(a_sel)], v[cupy.asarray(np.flatnonzero(dens_b))]
+            cupy.cuda.get_current_stream().synchronize()
+        with timer.phase("setup_points"):
+            tables = _Tables()
+            dpoints = {
+                "a": fixed_base(tables, 1, a_sc, "setup: A points"),
+                "b1": fixed_base(tables, 1, b_sc, "setup: B1 points"),
+                "b2": fixed_base(tables, 2, b_sc, "setup: B2 points"),
+                "l": fixed_base(tables, 1, l_sc, "setup: L points"),
+                "h": fixed_base(tables, 1, h_sc, "setup: H points"),
+            }
+            ic_raw = cupy.asnumpy(fixed_base(tables, 1, ic_sc, "setup: IC points")).tobytes()
+            del a_sc, b_sc, l_sc, h_sc, u, v
+            cupy.cuda.get_current_stream().synchronize()
+        with timer.phase("setup_download"):
+            raw = {name: (cupy.asnumpy(p).tobytes() if host_copy else b"") for name, p in dpoints.items()}
+    ic = pts.g1_from_lem(ic_raw, n_inputs, "GPU setup IC")
+    vkp = _vk_points(alpha, beta, gamma, delta)
+    vk = VerifyingKey(vkp["alpha1"], vkp["beta2"], vkp["gamma2"], vkp["delta2"], ic, beta1=vkp["beta1"], delta1=vkp["delta1"])
+    del tau, alpha, beta, gamma, delta
+    if style == SNARKJS:
+        pad = n - rows
+        pk = ProvingKey(SNARKJS, pce.n_wires, pce.n_public, log_n, vk, raw, empty_rows(A, pad), empty_rows(B, pad), None, source="gpu-setup")
+    else:
+        dens_a = pce.A.column_density()
+        dens_b = pce.B.column_density()
+        pk = ProvingKey(BELLPERSON, pce.n_wires, pce.n_public, log_n, vk, raw, A, B, C,
+                        a_aux_density=dens_a[n_inputs:].copy(), b_inp_density=dens_b[:n_inputs].copy(),
+                        b_aux_density=dens_b[n_inputs:].copy(), source="gpu-setup")
+    with _key_lock:
+        pk._objs[("gpu", dev)] = DeviceKey(pk, dev, points=dpoints)
+    return pk
