@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars from the dev setup
 
 from cuzk.engine.config import load_config  # noqa: E402
 from cuzk.engine.devcircuit import make_dev_circuit  # noqa: E402

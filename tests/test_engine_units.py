@@ -109,7 +109,8 @@ def test_journal_finishes_once_and_purges(tmp_path):
     assert [r["job_id"] for r in j.unfinished()] == ["a"]
     assert j.finish("a", "completed", time.time(), result={"x": 1})
     assert not j.finish("a", "failed", time.time(), error="late")
-    assert j.get("a")["state"] == "completed" and j.payloads("a") == []
+    assert j.get("a")["state"] == "completed" and j.payloads("a") == [("wtns", b"abc")]
+    assert j.purge_payloads() == 1 and j.payloads("a") == []
     assert [e for _, e in j.events("a")] == ["accepted", "started", "completed"]
     assert j.purge(time.time() - 3600) == 0
     assert j.purge(time.time() + 1) == 1 and j.get("a") is None

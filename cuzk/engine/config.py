@@ -61,9 +61,11 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
     ("synthesis", "partition_workers", 2, "int",
      "synthesis workers (witness from .wtns or wasm, constraint check); each holds its result until the "
      "prover queue takes it"),
-    ("synthesis", "check_constraints", True, "bool",
-     "check every witness against the circuit's R1CS before proving (a violation fails the job naming the "
-     "constraint and its signals)"),
+    ("synthesis", "check_constraints", "auto", "str",
+     '"always": check every witness against the circuit\'s R1CS before proving; "on_failure": only when a '
+     'proof fails its self-check (no cost on the success path); "auto": always on the CPU backend (a wasted '
+     'CPU proof costs seconds), on_failure on GPUs. Either way a violation fails the job naming the '
+     "constraint and its signals"),
     ("pipeline", "prover_queue_depth", 0, "int",
      "synthesized partitions waiting for a prover worker; 0 = one per prover worker"),
     ("pipeline", "finalizer_threads", 2, "int", "threads running prove_finish (MSM wait, assembly, self-check)"),
@@ -316,6 +318,8 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
         raise ConfigError(f"{where}: logging.format: expected \"kv\" or \"json\", got {fmt!r}")
     if sections["journal"]["synchronous"] not in ("full", "normal"):
         raise ConfigError(f"{where}: journal.synchronous: expected \"full\" or \"normal\"")
+    if sections["synthesis"]["check_constraints"] not in ("auto", "always", "on_failure"):
+        raise ConfigError(f"{where}: synthesis.check_constraints: expected \"auto\", \"always\" or \"on_failure\"")
     if sections["gpus"]["backend"] not in ("auto", "cpu", "gpu"):
         raise ConfigError(f"{where}: gpus.backend: expected auto, cpu or gpu")
     for dev in sections["gpus"]["devices"]:

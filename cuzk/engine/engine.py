@@ -263,6 +263,7 @@ class Engine:
             except CuzkError as e:
                 log.error("event=circuit_restore_failed circuit=%s error=%r", cid, str(e))
         self._recover()
+        self.journal.purge_payloads()
         for i in range(max(1, cfg.synthesis.partition_workers)):
             self._spawn(self._synthesis_loop, f"cuzk-synth-{i}")
         for w in self.workers:
@@ -499,7 +500,8 @@ class Engine:
 
     # -- pipeline: synthesis --------------------------------------------------------------------------
     def _synthesis_loop(self) -> None:
-        check = self.config.synthesis.check_constraints
+        mode = self.config.synthesis.check_constraints
+        check = mode == "always" or (mode == "auto" and self.backend_name == "cpu")
         while True:
             item = self.scheduler.take()
             if item is None:
@@ -937,10 +939,11 @@ class Engine:
     # -- housekeeping ---------------------------------------------------------------------------------
     def _gc_loop(self) -> None:
         retention = self.config.journal.retention
-        period = max(0.5, min(60.0, retention / 4 if retention else 60.0))
+        period = max(0.5, min(10.0, retention / 4 if retention else 10.0))
         while not self.stopped.wait(period):
             try:
                 cutoff = time.time() - retention
+                self.journal.purge_payloads()
                 n = self.journal.purge(cutoff)
                 with self._lock:
                     for jid in [k for k, r in self._recent.items() if r.get("completed_at", 0) < cutoff]:

@@ -5,7 +5,8 @@ Tables
             cancelled), times, attempts, and when finished the result (JSON: proofs, public signals,
             timings) or the error.
   payloads  the request's partition inputs (witness bytes or inputs JSON), written in the same
-            transaction as the job row (so a restart can re-run it) and deleted once the job finished.
+            transaction as the job row (so a restart can re-run it) and deleted soon after the job
+            finished (by the housekeeping thread, off the critical path).
   events    an append-only log of state changes (accepted, started, recovered, completed, failed,
             cancelled): an audit trail that also lets tests check "completed exactly once".
   circuits  circuits registered through the RegisterCircuit RPC (config circuits come from the file).
@@ -143,7 +144,8 @@ class Journal:
                 (state, at, json.dumps(result) if result is not None else None, error, job_id))
             if cur.rowcount == 0:
                 return False
-            db.execute("DELETE FROM payloads WHERE job_id=?", (job_id,))
+            # the payload is deleted later by purge_payloads (off the result's critical path: deleting a
+            # multi-MB blob costs more than the rest of this transaction)
             db.execute("INSERT INTO events (job_id, event, at, detail) VALUES (?, ?, ?, ?)", (job_id, state, at, error))
             return True
         return self._tx(fn)
@@ -179,6 +181,13 @@ class Journal:
                 db.execute(f"DELETE FROM events WHERE job_id IN ({marks})", chunk)
                 db.execute(f"DELETE FROM payloads WHERE job_id IN ({marks})", chunk)
             return len(ids)
+        return self._tx(fn)
+
+    def purge_payloads(self) -> int:
+        """Delete the payloads of finished jobs (they are never needed again)."""
+        def fn(db):
+            return db.execute("DELETE FROM payloads WHERE job_id IN (SELECT job_id FROM jobs WHERE state IN "
+                              "('completed','failed','cancelled'))").rowcount
         return self._tx(fn)
 
     def counts(self) -> dict[str, int]:
