@@ -33,14 +33,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars from the dev setup
 
-from cuzk.engine.config import load_config  # noqa: E402
-from cuzk.engine.devcircuit import make_dev_circuit  # noqa: E402
-from cuzk.groth16 import formats, prover, verifier  # noqa: E402
-from cuzk.groth16.zkey import read_zkey  # noqa: E402
-from cuzk.r1cs.wtns import parse_wtns  # noqa: E402
-from cuzk.server.client import Client  # noqa: E402
-from cuzk.server.daemon import Daemon  # noqa: E402
-from cuzk.server.logs import setup_logging  # noqa: E402
+from cuzk.engine.config import load_config
+from cuzk.engine.devcircuit import make_dev_circuit
+from cuzk.groth16 import formats, prover, verifier
+from cuzk.groth16.zkey import read_zkey
+from cuzk.r1cs.wtns import parse_wtns
+from cuzk.server.client import Client
+from cuzk.server.daemon import Daemon
+from cuzk.server.logs import setup_logging
 
 
 def pct(xs, p):
@@ -165,7 +165,7 @@ def main() -> int:
         a.tp_domain, a.ov_domain, a.ov_runs, a.per_client = 10, 12, 2, 1
     setup_logging("warning")
     tmp = Path(tempfile.mkdtemp(prefix="czb", dir="/tmp"))
-    started = datetime.datetime.now(datetime.timezone.utc)
+    started = datetime.datetime.now(datetime.UTC)
     print(f"cuzk daemon benchmark, {started:%Y-%m-%d %H:%M} UTC, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, backend {a.backend}", flush=True)
     try:

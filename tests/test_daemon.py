@@ -13,7 +13,6 @@ import shutil
 import stat
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -24,12 +23,12 @@ import pytest
 from cuzk.engine import srs as srsmod
 from cuzk.engine.config import load_config
 from cuzk.engine.devcircuit import make_dev_circuit
+from cuzk.field import fr
 from cuzk.groth16 import formats, verifier
-from cuzk.groth16.zkey import read_zkey
 from cuzk.groth16.params import read_params
+from cuzk.groth16.zkey import read_zkey
 from cuzk.r1cs.r1cs import read_r1cs
 from cuzk.r1cs.wtns import parse_wtns, wtns_bytes
-from cuzk.field import fr
 from cuzk.server.client import Client, DaemonError
 from cuzk.server.daemon import Daemon
 

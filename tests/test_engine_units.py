@@ -49,7 +49,7 @@ def test_example_config_documents_every_key():
     for s, k, *_ in cfgmod.SCHEMA:
         assert (s, k) in seen, f"{s}.{k} missing from {EXAMPLE.name}"
     for k, *_ in cfgmod.CIRCUIT_KEYS:
-        assert re.search(rf"^#?\s*{k}\s*=", text, re.M), f"circuits.{k} missing from {EXAMPLE.name}"
+        assert re.search(rf"^#?\s*{k}\s*=", text, re.MULTILINE), f"circuits.{k} missing from {EXAMPLE.name}"
     # the reference text lists every key too, and is itself a valid config
     ref = cfgmod.reference_text()
     assert load_config(text=ref).warnings == []

@@ -96,10 +96,10 @@ CIRCUIT_KEYS: list[tuple[str, object, str, str]] = [
     ("max_queue", 0, "int", "active jobs of this circuit; 0 = scheduler.max_queue_per_circuit"),
 ]
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.I)
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 1024, "m": 1e6, "mb": 1e6, "mib": 1024**2,
           "g": 1e9, "gb": 1e9, "gib": 1024**3, "t": 1e12, "tb": 1e12, "tib": 1024**4}
-_DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.I)
+_DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
 _DUR_UNITS = {"": 1.0, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -219,14 +219,13 @@ def validate_circuit(d: dict, where: str, base: Path | None = None) -> CircuitCo
         raise ConfigError(f"{where}.r1cs: required (the circuit's .r1cs)")
     if bool(out["zkey"]) == bool(out["params"]):
         raise ConfigError(f"{where}: give exactly one proving key, zkey or params")
-    if out["partitions"] < 1:
-        out["partitions"] = 1
+    out["partitions"] = max(out["partitions"], 1)
     for k in ("r1cs", "zkey", "params", "wasm", "sym"):
         if out[k]:
             p = Path(os.path.expanduser(out[k]))
             if base is not None and not p.is_absolute():
                 p = base / p
-            out[k] = str(p.resolve()) if base is not None or p.is_absolute() else str(p.resolve())
+            out[k] = str(p.resolve())  # relative to the config file, or (RPC) to the daemon's folder
     return CircuitConfig(**out)
 
 

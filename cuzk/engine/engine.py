@@ -36,8 +36,23 @@ from ..groth16 import prover as gprover
 from ..r1cs.binfile import FormatError
 from ..timing import Timer
 from . import srs as srsmod
-from .config import PRIORITY_NAMES, CircuitConfig, Config, load_config, machine_memory, validate_circuit
-from .errors import AlreadyExists, EngineError, FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable
+from .config import (
+    PRIORITY_NAMES,
+    CircuitConfig,
+    Config,
+    load_config,
+    machine_memory,
+    validate_circuit,
+)
+from .errors import (
+    AlreadyExists,
+    EngineError,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    ResourceExhausted,
+    Unavailable,
+)
 from .journal import Journal
 from .metrics import Metrics
 from .registry import Circuit, same_spec
@@ -201,7 +216,7 @@ class Engine:
         want = cfg.gpus.backend
         use_gpu = False
         if want in ("auto", "gpu"):
-            from .. import gpu  # noqa: PLC0415 - imports CuPy only when asked
+            from .. import gpu
 
             use_gpu = gpu.available()
             if want == "gpu" and not use_gpu:
@@ -209,7 +224,7 @@ class Engine:
         self.devices: list[_Device] = []
         self.workers: list[_Worker] = []
         if use_gpu:
-            import cupy  # noqa: PLC0415
+            import cupy
 
             count = cupy.cuda.runtime.getDeviceCount()
             ords = cfg.gpus.devices or list(range(count))
@@ -231,20 +246,20 @@ class Engine:
                 self.workers.append(_Worker(next(wid), d))
 
     def _gpu_mem(self, ordinal: int) -> tuple[int, int]:
-        import cupy  # noqa: PLC0415
+        import cupy
 
         with cupy.cuda.Device(ordinal):
             free, total = cupy.cuda.runtime.memGetInfo()
         return total, free
 
     def _gpu_name(self, ordinal: int) -> str:
-        import cupy  # noqa: PLC0415
+        import cupy
 
         name = cupy.cuda.runtime.getDeviceProperties(ordinal)["name"]
         return name.decode() if isinstance(name, bytes) else str(name)
 
     # -- lifecycle ----------------------------------------------------------------------------------
-    def start(self) -> "Engine":
+    def start(self) -> Engine:
         if self._started:
             return self
         self._started = True
@@ -373,7 +388,7 @@ class Engine:
 
     def _parse_part(self, c: Circuit, i: int, kind: str, data: bytes, field: str) -> Part:
         if kind == "wtns":
-            from ..r1cs.wtns import parse_wtns  # noqa: PLC0415
+            from ..r1cs.wtns import parse_wtns
 
             try:
                 w = parse_wtns(data, field, expected_wires=c.n_wires)
@@ -543,7 +558,7 @@ class Engine:
                 self._leave_stage("synthesis")
                 self._part_failed(item, str(e))
                 continue
-            except Exception as e:  # noqa: BLE001 - never lose a job to an unexpected error
+            except Exception as e:
                 log.exception("event=synthesis_error job=%s", job.job_id)
                 self._leave_stage("synthesis")
                 self._part_failed(item, f"partition {part.index}: internal error in synthesis: {e}")
@@ -602,7 +617,7 @@ class Engine:
                 timer = Timer(f"{job.job_id}:{part.index}")
                 t0 = time.perf_counter()
                 if dev.kind == "gpu":
-                    import cupy  # noqa: PLC0415
+                    import cupy
 
                     with dev.lock, cupy.cuda.Device(dev.ordinal):
                         pending = gprover.prove_start(pk, item.witness, self.backend, label=timer.label, timer=timer)
@@ -621,7 +636,7 @@ class Engine:
             except CuzkError as e:
                 self._part_failed(item, f"partition {part.index}: {e}")
                 settled = True
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 log.exception("event=prove_start_error job=%s", job.job_id)
                 self._part_failed(item, f"partition {part.index}: internal error in prove_start: {e}")
                 settled = True
@@ -658,7 +673,7 @@ class Engine:
             t0 = time.perf_counter()
             try:
                 if dev.kind == "gpu":
-                    import cupy  # noqa: PLC0415
+                    import cupy
 
                     with cupy.cuda.Device(dev.ordinal):
                         res = gprover.prove_finish(pending)
@@ -694,7 +709,7 @@ class Engine:
             ok = True
         except JobFailure as e:
             ok, err = False, str(e)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             log.exception("event=finalize_error job=%s", job.job_id)
             ok, err = False, f"partition {part.index}: internal error in prove_finish: {e}"
         finally:
@@ -914,7 +929,7 @@ class Engine:
                 except Exception:  # noqa: BLE001
                     pass
             else:
-                from ..curve.msm import worker_count  # noqa: PLC0415
+                from ..curve.msm import worker_count
 
                 info["name"] = f"CPU backend ({worker_count()} MSM threads, {os.cpu_count()} cores)"
                 info["memory_total"] = machine_memory()

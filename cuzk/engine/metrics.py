@@ -6,7 +6,13 @@ busy ratios, uptime, memory) are read from the engine at scrape time by a collec
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily
 
 disable_created_metrics()  # no *_created series: they double the exposition for nothing

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import CuzkError
-from ..r1cs.binfile import FormatError, Reader, open_binfile
+from ..r1cs.binfile import Reader, open_binfile
 from .config import CircuitConfig
 from .errors import InvalidArgument
 

@@ -209,6 +209,8 @@ class ProverQueue:
     def get(self, resident=lambda item: False) -> WorkItem | None:
         with self.cv:
             while True:
+                if self.closed:  # stopping: what is left stays journaled and runs after a restart
+                    return None
                 if self._items:
                     best = self._items[0].key[0]
                     pick = None
@@ -225,8 +227,6 @@ class ProverQueue:
                         heapq.heapify(self._items)
                     self.cv.notify_all()
                     return pick
-                if self.closed:
-                    return None
                 self.cv.wait()
 
     def __len__(self) -> int:

@@ -290,7 +290,7 @@ class SrsManager:
             if device == "cpu":
                 e.pk.drop_objects()  # the mapped vectors stay (views of the mmap keep it open)
             else:
-                from ..gpu.backend import evict_device_key  # noqa: PLC0415 - GPU only
+                from ..gpu.backend import evict_device_key
 
                 evict_device_key(e.pk, int(device.split(":")[1]))
         if self.metrics:
@@ -356,9 +356,9 @@ class SrsManager:
             self._evict_hot_for(device, need, e)
             pk.load_all()
             return need
-        from ..gpu.backend import device_key  # noqa: PLC0415 - GPU only
+        import cupy
 
-        import cupy  # noqa: PLC0415
+        from ..gpu.backend import device_key
 
         dev = int(device.split(":")[1])
         need = pk.raw_bytes() + sum(m.memory_bytes() for m in (pk.A, pk.B, pk.C) if m is not None)

@@ -37,7 +37,7 @@ class DaemonError(CuzkError):
 
 
 class JobFailed(CuzkError):
-    def __init__(self, result: "ProofResult"):
+    def __init__(self, result: ProofResult):
         super().__init__(f"job {result.job_id} {result.status}: {result.error}")
         self.result = result
 
@@ -105,13 +105,13 @@ class ProofResult:
     def proof(self) -> bytes:
         return b"".join(self.proofs)
 
-    def check(self) -> "ProofResult":
+    def check(self) -> ProofResult:
         if not self.ok:
             raise JobFailed(self)
         return self
 
     @staticmethod
-    def from_pb(r) -> "ProofResult":
+    def from_pb(r) -> ProofResult:
         return ProofResult(
             job_id=r.job_id, status=pb.JobStatus.Name(r.status), error=r.error_message,
             proofs=[p.proof for p in r.partitions], proof_json=[json.loads(p.proof_json) for p in r.partitions],
@@ -216,7 +216,7 @@ class Client:
     def register(self, id: str, r1cs: str, zkey: str = "", params: str = "", wasm: str = "", sym: str = "",
                  default_priority=0, batchable: bool = False, partitions: int = 1, max_queue: int = 0,
                  replace: bool = False) -> dict:
-        ab = lambda p: os.path.abspath(p) if p else ""  # noqa: E731 - the daemon resolves against its own cwd
+        ab = lambda p: os.path.abspath(p) if p else ""
         spec = pb.CircuitSpec(id=id, r1cs=ab(r1cs), zkey=ab(zkey), params=ab(params), wasm=ab(wasm), sym=ab(sym),
                               default_priority=priority_value(default_priority), batchable=batchable,
                               partitions=partitions, max_queue=max_queue)

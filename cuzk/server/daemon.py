@@ -34,8 +34,7 @@ def parse_listen(addr: str) -> tuple[str, str]:
         return "unix", addr[len("unix://"):]
     if addr.startswith("unix:"):
         return "unix", addr[len("unix:"):]
-    if addr.startswith("tcp://"):
-        addr = addr[len("tcp://"):]
+    addr = addr.removeprefix("tcp://")
     host, sep, port = addr.rpartition(":")
     if not sep or not port.isdigit():
         raise ConfigError(f"daemon.listen: expected unix:///path or host:port, got {addr!r}")
@@ -77,7 +76,7 @@ class Daemon:
         self._unix_path = None
         self._stopped = threading.Event()
 
-    def start(self) -> "Daemon":
+    def start(self) -> Daemon:
         cfg = self.config
         _pb, pb_grpc = protogen.load()
         from .service import ProvingEngineService
@@ -86,7 +85,6 @@ class Daemon:
         if kind == "unix":
             where = os.path.abspath(where)
             _prepare_unix(where)
-        self.engine.start()
         mx = int(cfg.daemon.max_message_bytes)
         opts = [("grpc.max_receive_message_length", mx), ("grpc.max_send_message_length", mx),
                 ("grpc.so_reuseport", 0)]
@@ -95,7 +93,13 @@ class Daemon:
         pb_grpc.add_ProvingEngineServicer_to_server(ProvingEngineService(self.engine), self.server)
         try:
             if kind == "unix":
-                port = self.server.add_insecure_port(f"unix:{where}")
+                # bound before any engine thread exists, so the process-wide umask is safe to change:
+                # the socket is created 0600, with no window where others could connect
+                old = os.umask(0o177)
+                try:
+                    port = self.server.add_insecure_port(f"unix:{where}")
+                finally:
+                    os.umask(old)
                 os.chmod(where, 0o600)
                 self._unix_path = where
                 self.address = f"unix://{where}"
@@ -108,6 +112,7 @@ class Daemon:
         if not port:
             self.engine.shutdown(0)
             raise CuzkError(f"daemon.listen: cannot listen on {cfg.listen}")
+        self.engine.start()  # recovery and preload happen before the first request is served
         self.server.start()
         if cfg.daemon.http_listen:
             from .http import StatusServer

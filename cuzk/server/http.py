@@ -70,7 +70,7 @@ class StatusServer:
         self.address = f"{host}:{self.httpd.server_address[1]}"
         self._t = threading.Thread(target=self.httpd.serve_forever, name="cuzk-http", daemon=True)
 
-    def start(self) -> "StatusServer":
+    def start(self) -> StatusServer:
         self._t.start()
         return self
 

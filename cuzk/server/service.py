@@ -37,7 +37,7 @@ def _rpc(fn):
             context.abort(getattr(grpc.StatusCode, e.code), str(e))
         except CuzkError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             log.exception("event=rpc_error rpc=%s", fn.__name__)
             context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
     return wrapper
