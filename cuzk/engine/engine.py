@@ -624,12 +624,12 @@ class Engine:
                 else:
                     pending = gprover.prove_start(pk, item.witness, self.backend, label=timer.label, timer=timer)
                 item.extra["start_ms"] = (time.perf_counter() - t0) * 1e3
+                worker.started += 1
                 with self._lock:
+                    self.finalizers.submit(self._finalize, item, pending, dev)  # raises once shut down
                     self.stage["proving"] -= 1
                     self.stage["finalizing"] += 1
                     part.stage = "finalizing"
-                worker.started += 1
-                self.finalizers.submit(self._finalize, item, pending, dev)
                 handed = True
             except _Dropped:
                 pass
