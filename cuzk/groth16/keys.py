@@ -99,7 +99,9 @@ class ProvingKey:
             self.g2(n)
 
     def drop_objects(self) -> None:
-        self._objs.clear()
+        """Forget the CPU-side point objects (the HOT form of the CPU backend); device copies stay."""
+        for k in _G1_VECTORS + _G2_VECTORS:
+            self._objs.pop(k, None)
 
     def nonzero_mask(self, name: str) -> np.ndarray:
         """Which points of a vector are not the point at infinity (cheap, from the raw bytes)."""

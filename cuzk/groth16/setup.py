@@ -119,11 +119,11 @@ def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: boo
     bases = _Bases()
     raw = {}
     with timer.phase("setup_points"):
-        raw["a"] = bases.g1.mul_fr_lem(a_sc, "setup A")
-        raw["b1"] = bases.g1.mul_fr_lem(b_sc, "setup B1")
-        raw["b2"] = bases.g2.mul_fr_lem(b_sc, "setup B2")
-        raw["l"] = bases.g1.mul_fr_lem(l_sc, "setup L")
-        raw["h"] = bases.g1.mul_fr_lem(h_sc, "setup H")
+        raw["a"] = bases.g1.mul_fr_lem(a_sc, None if quiet else "setup A")
+        raw["b1"] = bases.g1.mul_fr_lem(b_sc, None if quiet else "setup B1")
+        raw["b2"] = bases.g2.mul_fr_lem(b_sc, None if quiet else "setup B2")
+        raw["l"] = bases.g1.mul_fr_lem(l_sc, None if quiet else "setup L")
+        raw["h"] = bases.g1.mul_fr_lem(h_sc, None if quiet else "setup H")
         ic = bases.g1.mul_fr(ic_sc)
     vk = VerifyingKey(ic=ic, **{k_: v_ for k_, v_ in _vk_points(alpha, beta, gamma, delta).items() if k_ in ("alpha1", "beta2", "gamma2", "delta2")})
     extra = _vk_points(alpha, beta, gamma, delta)
