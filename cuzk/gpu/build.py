@@ -47,6 +47,7 @@ def preamble() -> str:
         lines.append(f"#define CUZK_{name}_NP0 0x{(-pow(p, -1, 2**32)) % 2**32:08x}u")
         lines.append(f"#define CUZK_{name}_ONE {_limbs32(one, n)}")
         lines.append(f"#define CUZK_{name}_R2 {_limbs32(r2, n)}")
+        lines.append(f"#define CUZK_{name}_PM2 {_limbs32(p - 2, n)}")  # Fermat exponent
     return "\n".join(lines) + "\n"
 
 

@@ -38,6 +38,10 @@ struct FrTag {
         const u32 O[8] = {CUZK_FR_R2};
         return O[i];
     }
+    __device__ __forceinline__ static u32 PM2(int i) {
+        const u32 O[8] = {CUZK_FR_PM2};
+        return O[i];
+    }
 };
 
 struct FqTag {
@@ -50,6 +54,10 @@ struct FqTag {
     }
     __device__ __forceinline__ static u32 R2(int i) {
         const u32 O[12] = {CUZK_FQ_R2};
+        return O[i];
+    }
+    __device__ __forceinline__ static u32 PM2(int i) {
+        const u32 O[12] = {CUZK_FQ_PM2};
         return O[i];
     }
 };
@@ -257,11 +265,12 @@ __device__ __forceinline__ Elem<T> from_mont(const Elem<T>& a) {
 }
 
 // a^(p-2) = a^-1 (Fermat); 0 maps to 0. Only for setup/test paths: ~1.5 N multiplications per bit.
+// (The exponent's limbs come from the preamble: p - 2 borrows across limbs for Fr, whose low limb is 1.)
 template <class T>
 __device__ __noinline__ Elem<T> inverse(const Elem<T>& a) {
     Elem<T> r = Elem<T>::one();
     for (int i = T::N - 1; i >= 0; i--) {
-        u32 e = T::P(i) - (i == 0 ? 2u : 0u);
+        u32 e = T::PM2(i);
         for (int b = 31; b >= 0; b--) {
             r = mul<T>(r, r);
             if ((e >> b) & 1u) r = mul<T>(r, a);
