@@ -123,6 +123,7 @@ def main() -> int:
     ap.add_argument("--g2", type=int, nargs=2, default=[16, 24])
     ap.add_argument("--ntt", type=int, nargs=2, default=[16, 27])
     ap.add_argument("--cpu", type=int, nargs="*", default=[16, 18])
+    ap.add_argument("--upload", type=int, nargs="*", default=[20, 24, 26], help="witness upload sizes, pinned vs pageable")
     ap.add_argument("--step", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", default="")
@@ -221,6 +222,21 @@ def main() -> int:
         x = d = None
         gntt._domain_cached.cache_clear()
         cupy.get_default_memory_pool().free_all_blocks()
+    from cuzk.gpu.backend import upload_fr
+
+    for log_n in a.upload:
+        host = np.ascontiguousarray(np.tile(fr.random(1 << 12), (1 << (log_n - 12), 1)))
+        for pinned in ("1", "0"):
+            os.environ["CUZK_PINNED"] = pinned
+            xs = []
+            for _ in range(a.reps + 1):
+                t = time.perf_counter()
+                d = upload_fr(host)
+                cupy.cuda.get_current_stream().synchronize()
+                xs.append(time.perf_counter() - t)
+                d = None
+            report(f"upload pinned={pinned}", log_n, xs[1:], extra=f"{host.nbytes / statistics.median(xs[1:]) / 1e9:.1f} GB/s")
+        os.environ["CUZK_PINNED"] = "1"
     for log_n in a.cpu:
         n = 1 << log_n
         from py_arkworks_bls12381 import G1Point
