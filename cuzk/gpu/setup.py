@@ -12,8 +12,6 @@ FOR DEVELOPMENT ONLY, like the CPU setup: a single party knew the toxic waste.
 
 from __future__ import annotations
 
-import sys
-
 import cupy
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point
@@ -21,10 +19,10 @@ from py_arkworks_bls12381 import G1Point, G2Point
 from ..curve import points as pts
 from ..curve.fixed_base import FixedBase
 from ..field import fr
-from ..field.constants import BELLPERSON_GENERATOR, R, SNARKJS_ROOT_GENERATOR, root_of_unity
-from ..groth16.keys import BELLPERSON, SNARKJS, ProvingKey, VerifyingKey
-from ..groth16.setup import DEV_WARNING, _nonzero_rand, _pick_tau, _vk_points
-from ..r1cs.pce import CSR, PCE, append_identity_rows, empty_rows
+from ..field.constants import R, root_of_unity
+from ..groth16.keys import SNARKJS, ProvingKey
+from ..groth16.setup import assemble_key, density_selection, plan, qap_matrices
+from ..r1cs.pce import CSR, PCE
 from ..timing import Timer
 from . import msm as gmsm
 from .backend import DeviceKey, _key_lock
@@ -42,6 +40,12 @@ def _ew(module: str, name: str, *args, n: int, op: str) -> None:
     launch(module, name, grid_for(n), BLOCK, (*args, _U32(n)), op)
 
 
+def _scale(a: cupy.ndarray, k: int, op: str) -> None:
+    """a *= k in place."""
+    n = a.shape[0]
+    launch("fr_ops", "fr_scale", grid_for(n), BLOCK, (a, _scalar_dev(k), _U32(n)), op)
+
+
 def lagrange(tau: int, log_n: int, generator: int) -> cupy.ndarray:
     """[L_c(tau)] = Z(tau) omega^c / (n (tau - omega^c)), c < n, on the device."""
     n = 1 << log_n
@@ -50,13 +54,8 @@ def lagrange(tau: int, log_n: int, generator: int) -> cupy.ndarray:
     _ew("setup", "fr_rsub_scalar", w, _scalar_dev(tau), d, n=n, op="setup: tau - omega^c")
     _ew("setup", "fr_inverse", d, d, n=n, op="setup: inverses")
     _ew("fr_ops", "fr_mul", w, d, d, n=n, op="setup: Lagrange basis")
-    z = (pow(tau, n, R) - 1) * pow(n, -1, R) % R
-    launch("fr_ops", "fr_scale", grid_for(n), BLOCK, (d, _scalar_dev(z), _U32(n)), "setup: Lagrange basis")
+    _scale(d, (pow(tau, n, R) - 1) * pow(n, -1, R) % R, "setup: Lagrange basis")
     return d
-
-
-def device_csr(m: CSR):
-    return cupy.asarray(m.row_ptr), cupy.asarray(m.cols), cupy.asarray(m.vals), m.n_rows
 
 
 def transpose_matvec(m: CSR, x: cupy.ndarray) -> cupy.ndarray:
@@ -91,53 +90,40 @@ def fixed_base(tables: _Tables, group: int, scalars: cupy.ndarray, op: str) -> c
 def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: bool = False, host_copy: bool = True) -> ProvingKey:
     """Keys for ``pce`` made on the current GPU; the device copy is attached to the returned key."""
     timer = timer or Timer()
-    if not quiet:
-        print(DEV_WARNING, file=sys.stderr, flush=True)
-    n_inputs = pce.n_public + 1
-    rows = pce.n_constraints + n_inputs
-    log_n = max(1, (rows - 1).bit_length())
-    n = 1 << log_n
-    gen = SNARKJS_ROOT_GENERATOR if style == SNARKJS else BELLPERSON_GENERATOR
-    tau = _pick_tau(log_n)
-    alpha, beta, gamma, delta = (_nonzero_rand() for _ in range(4))
+    p = plan(pce, style, quiet)
+    n, rows, n_inputs, tau, delta = p.n, p.rows, p.n_inputs, p.tau, p.delta
     dev = cupy.cuda.Device().id
-    with op_errors(f"GPU setup of a 2^{log_n} circuit"):
+    with op_errors(f"GPU setup of a 2^{p.log_n} circuit"):
         with timer.phase("setup_qap"):
-            A = append_identity_rows(pce.A, n_inputs)
-            B = empty_rows(pce.B, n_inputs)
-            C = empty_rows(pce.C, n_inputs)
-            L = lagrange(tau, log_n, gen)[:rows]
+            A, B, C = qap_matrices(pce, n_inputs)
+            L = lagrange(tau, p.log_n, p.generator)[:rows]
             u, v, w = (transpose_matvec(M, L) for M in (A, B, C))
             del L
             k = cupy.empty_like(u)
-            coeffs = cupy.asarray(np.stack([fr.mont_scalar(beta), fr.mont_scalar(alpha)]))
+            coeffs = cupy.asarray(np.stack([fr.mont_scalar(p.beta), fr.mont_scalar(p.alpha)]))
             _ew("setup", "fr_lincomb3", u, v, w, coeffs, k, n=pce.n_wires, op="setup: beta u + alpha v + w")
             del w
             ic_sc = k[:n_inputs].copy()
-            launch("fr_ops", "fr_scale", grid_for(n_inputs), BLOCK, (ic_sc, _scalar_dev(pow(gamma, -1, R)), _U32(n_inputs)), "setup: IC")
+            _scale(ic_sc, pow(p.gamma, -1, R), "setup: IC")
             l_sc = k[n_inputs:].copy()
-            launch("fr_ops", "fr_scale", grid_for(l_sc.shape[0]), BLOCK, (l_sc, _scalar_dev(pow(delta, -1, R)), _U32(l_sc.shape[0])), "setup: L")
+            _scale(l_sc, pow(delta, -1, R), "setup: L")
             del k
             if style == SNARKJS:
-                w2n = root_of_unity(log_n + 1, gen)
+                w2n = root_of_unity(p.log_n + 1, p.generator)
                 x = GpuDomain._table(w2n * w2n % R, n)
-                launch("fr_ops", "fr_scale", grid_for(n), BLOCK, (x, _scalar_dev(w2n), _U32(n)), "setup: odd coset points")
+                _scale(x, w2n, "setup: odd coset points")
                 h_sc = cupy.empty_like(x)
                 _ew("setup", "fr_rsub_scalar", x, _scalar_dev(tau), h_sc, n=n, op="setup: H denominators")
                 _ew("setup", "fr_inverse", h_sc, h_sc, n=n, op="setup: H inverses")
                 _ew("fr_ops", "fr_mul", x, h_sc, h_sc, n=n, op="setup: H")
-                zz = (pow(tau, 2 * n, R) - 1) * pow(2 * n, -1, R) * pow(delta, -1, R) % R
-                launch("fr_ops", "fr_scale", grid_for(n), BLOCK, (h_sc, _scalar_dev(zz), _U32(n)), "setup: H")
+                _scale(h_sc, (pow(tau, 2 * n, R) - 1) * pow(2 * n, -1, R) * pow(delta, -1, R) % R, "setup: H")
                 del x
                 a_sc, b_sc = u, v
             else:
                 h_sc = GpuDomain._table(tau, n - 1)
-                z = (pow(tau, n, R) - 1) * pow(delta, -1, R) % R
-                launch("fr_ops", "fr_scale", grid_for(n - 1), BLOCK, (h_sc, _scalar_dev(z), _U32(n - 1)), "setup: H")
-                dens_a = pce.A.column_density()
-                dens_b = pce.B.column_density()
-                a_sel = np.flatnonzero(np.concatenate([np.ones(n_inputs, dtype=bool), dens_a[n_inputs:]]))
-                a_sc, b_sc = u[cupy.asarray(a_sel)], v[cupy.asarray(np.flatnonzero(dens_b))]
+                _scale(h_sc, (pow(tau, n, R) - 1) * pow(delta, -1, R) % R, "setup: H")
+                a_sel, b_sel = density_selection(pce, n_inputs)
+                a_sc, b_sc = u[cupy.asarray(np.flatnonzero(a_sel))], v[cupy.asarray(np.flatnonzero(b_sel))]
             cupy.cuda.get_current_stream().synchronize()
         with timer.phase("setup_points"):
             tables = _Tables()
@@ -152,20 +138,9 @@ def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: boo
             del a_sc, b_sc, l_sc, h_sc, u, v
             cupy.cuda.get_current_stream().synchronize()
         with timer.phase("setup_download"):
-            raw = {name: (cupy.asnumpy(p).tobytes() if host_copy else b"") for name, p in dpoints.items()}
-    ic = pts.g1_from_lem(ic_raw, n_inputs, "GPU setup IC")
-    vkp = _vk_points(alpha, beta, gamma, delta)
-    vk = VerifyingKey(vkp["alpha1"], vkp["beta2"], vkp["gamma2"], vkp["delta2"], ic, beta1=vkp["beta1"], delta1=vkp["delta1"])
-    del tau, alpha, beta, gamma, delta
-    if style == SNARKJS:
-        pad = n - rows
-        pk = ProvingKey(SNARKJS, pce.n_wires, pce.n_public, log_n, vk, raw, empty_rows(A, pad), empty_rows(B, pad), None, source="gpu-setup")
-    else:
-        dens_a = pce.A.column_density()
-        dens_b = pce.B.column_density()
-        pk = ProvingKey(BELLPERSON, pce.n_wires, pce.n_public, log_n, vk, raw, A, B, C,
-                        a_aux_density=dens_a[n_inputs:].copy(), b_inp_density=dens_b[:n_inputs].copy(),
-                        b_aux_density=dens_b[n_inputs:].copy(), source="gpu-setup")
+            raw = {name: (cupy.asnumpy(pt).tobytes() if host_copy else b"") for name, pt in dpoints.items()}
+    del tau, delta
+    pk = assemble_key(pce, p, (A, B, C), raw, pts.g1_from_lem(ic_raw, n_inputs, "GPU setup IC"), "gpu-setup")
     with _key_lock:
         pk._objs[("gpu", dev)] = DeviceKey(pk, dev, points=dpoints)
     return pk

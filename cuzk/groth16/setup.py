@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import secrets
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point
@@ -23,7 +24,7 @@ from ..curve.fixed_base import FixedBase
 from ..curve.msm import scalar
 from ..field import fr
 from ..field.constants import BELLPERSON_GENERATOR, R, SNARKJS_ROOT_GENERATOR, root_of_unity
-from ..r1cs.pce import PCE, append_identity_rows, empty_rows, transpose
+from ..r1cs.pce import CSR, PCE, append_identity_rows, empty_rows, transpose
 from ..timing import Timer
 from .keys import BELLPERSON, SNARKJS, ProvingKey, VerifyingKey
 
@@ -56,14 +57,69 @@ def _pick_tau(log_n: int) -> int:
             return tau
 
 
+def qap_matrices(pce: PCE, n_inputs: int) -> tuple[CSR, CSR, CSR]:
+    """A, B, C over the QAP rows: the constraints, then one A row {i: 1} per input wire."""
+    return append_identity_rows(pce.A, n_inputs), empty_rows(pce.B, n_inputs), empty_rows(pce.C, n_inputs)
+
+
 def _qap(pce: PCE, n_inputs: int, lag: np.ndarray):
     """Padded matrices and the wire polynomials (u, v, w) evaluated at tau."""
-    rows = pce.n_constraints + n_inputs
-    A = append_identity_rows(pce.A, n_inputs)
-    B = empty_rows(pce.B, n_inputs)
-    C = empty_rows(pce.C, n_inputs)
-    L = lag[:rows]
+    A, B, C = qap_matrices(pce, n_inputs)
+    L = lag[: A.n_rows]
     return A, B, C, transpose(A).matvec(L), transpose(B).matvec(L), transpose(C).matvec(L)
+
+
+@dataclass
+class SetupPlan:
+    """Sizes and fresh toxic waste of one setup (shared by the CPU and the GPU setup)."""
+
+    style: str
+    n_inputs: int
+    rows: int
+    log_n: int
+    generator: int
+    tau: int
+    alpha: int
+    beta: int
+    gamma: int
+    delta: int
+
+    @property
+    def n(self) -> int:
+        return 1 << self.log_n
+
+
+def plan(pce: PCE, style: str, quiet: bool) -> SetupPlan:
+    if not quiet:
+        print(DEV_WARNING, file=sys.stderr, flush=True)
+    n_inputs = pce.n_public + 1
+    rows = pce.n_constraints + n_inputs
+    log_n = max(1, (rows - 1).bit_length())
+    gen = SNARKJS_ROOT_GENERATOR if style == SNARKJS else BELLPERSON_GENERATOR
+    return SetupPlan(style, n_inputs, rows, log_n, gen, _pick_tau(log_n), *(_nonzero_rand() for _ in range(4)))
+
+
+def density_selection(pce: PCE, n_inputs: int) -> tuple[np.ndarray, np.ndarray]:
+    """bellperson's A and B index spaces: all inputs + aux wires in A; the wires in B."""
+    dens_a = pce.A.column_density()
+    return np.concatenate([np.ones(n_inputs, dtype=bool), dens_a[n_inputs:]]), pce.B.column_density()
+
+
+def assemble_key(pce: PCE, p: SetupPlan, mats: tuple[CSR, CSR, CSR], raw: dict, ic: list, source: str) -> ProvingKey:
+    """The ProvingKey of a finished setup; the plan's toxic waste is wiped from it afterwards."""
+    vkp = _vk_points(p.alpha, p.beta, p.gamma, p.delta)
+    vk = VerifyingKey(vkp["alpha1"], vkp["beta2"], vkp["gamma2"], vkp["delta2"], ic, beta1=vkp["beta1"], delta1=vkp["delta1"])
+    p.tau = p.alpha = p.beta = p.gamma = p.delta = 0
+    A, B, C = mats
+    if p.style == SNARKJS:
+        pad = p.n - p.rows
+        return ProvingKey(SNARKJS, pce.n_wires, pce.n_public, p.log_n, vk, raw, empty_rows(A, pad), empty_rows(B, pad), None, source=source)
+    dens_a, dens_b = pce.A.column_density(), pce.B.column_density()
+    return ProvingKey(
+        BELLPERSON, pce.n_wires, pce.n_public, p.log_n, vk, raw, A, B, C,
+        a_aux_density=dens_a[p.n_inputs:].copy(), b_inp_density=dens_b[: p.n_inputs].copy(),
+        b_aux_density=dens_b[p.n_inputs:].copy(), source=source,
+    )
 
 
 class _Bases:
@@ -83,24 +139,17 @@ def _vk_points(alpha: int, beta: int, gamma: int, delta: int):
 def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: bool = False) -> ProvingKey:
     """Keys for ``pce`` in the given parameter style (``snarkjs`` or ``bellperson``)."""
     timer = timer or Timer()
-    if not quiet:
-        print(DEV_WARNING, file=sys.stderr, flush=True)
-    n_inputs = pce.n_public + 1
-    rows = pce.n_constraints + n_inputs
-    log_n = max(1, (rows - 1).bit_length())
-    n = 1 << log_n
-    gen = SNARKJS_ROOT_GENERATOR if style == SNARKJS else BELLPERSON_GENERATOR
-    tau = _pick_tau(log_n)
-    alpha, beta, gamma, delta = (_nonzero_rand() for _ in range(4))
+    p = plan(pce, style, quiet)
+    n, tau, delta = p.n, p.tau, p.delta
     with timer.phase("setup_qap"):
-        lag = lagrange_at(tau, log_n, gen)
-        A, B, C, u, v, w = _qap(pce, n_inputs, lag)
-        k = fr.add(fr.add(fr.scale(u, beta), fr.scale(v, alpha)), w)
-        ic_sc = fr.scale(k[:n_inputs], pow(gamma, -1, R))
-        l_sc = fr.scale(k[n_inputs:], pow(delta, -1, R))
+        lag = lagrange_at(tau, p.log_n, p.generator)
+        A, B, C, u, v, w = _qap(pce, p.n_inputs, lag)
+        k = fr.add(fr.add(fr.scale(u, p.beta), fr.scale(v, p.alpha)), w)
+        ic_sc = fr.scale(k[: p.n_inputs], pow(p.gamma, -1, R))
+        l_sc = fr.scale(k[p.n_inputs :], pow(delta, -1, R))
         if style == SNARKJS:
             # odd points of the 2n-domain: L^(2n)_{2j+1}(tau) = (tau^2n - 1)/(2n) * x / (tau - x), x = w2n^(2j+1)
-            w2n = root_of_unity(log_n + 1, gen)
+            w2n = root_of_unity(p.log_n + 1, p.generator)
             x = fr.powers(w2n * w2n % R, n, start=w2n)
             inv = fr.batch_inverse(fr.sub(np.tile(fr.mont_scalar(tau), (n, 1)), x))
             zz = (pow(tau, 2 * n, R) - 1) * pow(2 * n, -1, R) * pow(delta, -1, R) % R
@@ -108,13 +157,10 @@ def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: boo
         else:
             z = (pow(tau, n, R) - 1) % R
             h_sc = fr.powers(tau, n - 1, start=z * pow(delta, -1, R) % R)
-    dens_a = pce.A.column_density()
-    dens_b = pce.B.column_density()
     if style == SNARKJS:
         a_sc, b_sc = u, v
     else:
-        a_sel = np.concatenate([np.ones(n_inputs, dtype=bool), dens_a[n_inputs:]])
-        b_sel = dens_b.copy()
+        a_sel, b_sel = density_selection(pce, p.n_inputs)
         a_sc, b_sc = u[a_sel], v[b_sel]
     bases = _Bases()
     raw = {}
@@ -125,15 +171,5 @@ def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: boo
         raw["l"] = bases.g1.mul_fr_lem(l_sc, None if quiet else "setup L")
         raw["h"] = bases.g1.mul_fr_lem(h_sc, None if quiet else "setup H")
         ic = bases.g1.mul_fr(ic_sc)
-    vk = VerifyingKey(ic=ic, **{k_: v_ for k_, v_ in _vk_points(alpha, beta, gamma, delta).items() if k_ in ("alpha1", "beta2", "gamma2", "delta2")})
-    extra = _vk_points(alpha, beta, gamma, delta)
-    vk.beta1, vk.delta1 = extra["beta1"], extra["delta1"]
-    del tau, alpha, beta, gamma, delta
-    if style == SNARKJS:
-        pad = n - rows
-        return ProvingKey(SNARKJS, pce.n_wires, pce.n_public, log_n, vk, raw, empty_rows(A, pad), empty_rows(B, pad), None, source="setup")
-    return ProvingKey(
-        BELLPERSON, pce.n_wires, pce.n_public, log_n, vk, raw, A, B, C,
-        a_aux_density=dens_a[n_inputs:].copy(), b_inp_density=dens_b[:n_inputs].copy(), b_aux_density=dens_b[n_inputs:].copy(),
-        source="setup",
-    )
+    del tau, delta
+    return assemble_key(pce, p, (A, B, C), raw, ic, "setup")

@@ -138,6 +138,18 @@ class Reader:
     def integer(self, n8: int, what: str = "integer") -> int:
         return int.from_bytes(self.bytes(n8, what), "little")
 
+    def scalar_field(self, hint: str = "") -> None:
+        """The n8 | prime prefix of r1cs / wtns headers: must be BLS12-381's scalar field."""
+        from ..field.constants import R
+
+        where = f"{self.bf.path}: section {self.sid} ({self.name})"
+        n8 = self.u32("n8")
+        if n8 != 32:
+            raise FormatError(f"{where}: field size n8 = {n8}, expected 32 (BLS12-381 scalar field)")
+        prime = self.integer(n8, "prime")
+        if prime != R:
+            raise FormatError(f"{where}: prime {prime:#x} is not the BLS12-381 scalar field{hint}")
+
     def end(self) -> None:
         if self.pos != len(self.buf):
             raise FormatError(

@@ -120,15 +120,8 @@ _SCAN_ERRORS = {1: "truncated", 2: "wire id out of range", 3: "coefficient not b
 def _parse(bf) -> R1CS:
     path = bf.path
     hdr = Reader(bf.section(1, "header"), bf, 1, "header")
-    n8 = hdr.u32("n8")
-    if n8 != 32:
-        raise FormatError(f"{path}: section 1 (header): field size n8 = {n8}, expected 32 (BLS12-381 scalar field)")
-    prime = hdr.integer(n8, "prime")
-    if prime != R:
-        raise FormatError(
-            f"{path}: section 1 (header): prime {prime:#x} is not the BLS12-381 scalar field "
-            f"(compile the circuit with `circom --prime bls12381`)"
-        )
+    hdr.scalar_field(" (compile the circuit with `circom --prime bls12381`)")
+    n8 = 32
     n_wires = hdr.u32("nWires")
     n_pub_out = hdr.u32("nPubOut")
     n_pub_in = hdr.u32("nPubIn")

@@ -19,12 +19,7 @@ from .binfile import FormatError, Reader, open_binfile, parse_binfile, write_bin
 def _parse(bf, expected_wires: int | None) -> np.ndarray:
     path = bf.path
     hdr = Reader(bf.section(1, "header"), bf, 1, "header")
-    n8 = hdr.u32("n8")
-    if n8 != 32:
-        raise FormatError(f"{path}: section 1 (header): field size n8 = {n8}, expected 32 (BLS12-381 scalar field)")
-    prime = hdr.integer(n8, "prime")
-    if prime != R:
-        raise FormatError(f"{path}: section 1 (header): prime {prime:#x} is not the BLS12-381 scalar field")
+    hdr.scalar_field()
     n = hdr.u32("nWitness")
     hdr.end()
     body = bf.section(2, "witness")

@@ -16,51 +16,32 @@ typedef unsigned long long u64;
 
 __device__ __forceinline__ u32 umin(u32 a, u32 b) { return a < b ? a : b; }
 
-// The modulus limbs as compile-time constants; indices are always compile-time after unrolling.
-__device__ __forceinline__ u32 fr_p(int i) {
-    const u32 P[8] = {CUZK_FR_P};
-    return P[i];
-}
-__device__ __forceinline__ u32 fq_p(int i) {
-    const u32 P[12] = {CUZK_FQ_P};
-    return P[i];
-}
+// A field's constants as limb accessors; the indices are compile-time constants after unrolling, so
+// the arrays fold into immediates. Name##Tag for the preamble's CUZK_<PREFIX>_* macros.
+#define CUZK_FIELD_TAG(Name, LIMBS, PREFIX)                                                 \
+    struct Name##Tag {                                                                    \
+        static constexpr int N = LIMBS;                                                   \
+        static constexpr u32 NP0 = CUZK_##PREFIX##_NP0;                                   \
+        __device__ __forceinline__ static u32 P(int i) {                                  \
+            const u32 c[LIMBS] = {CUZK_##PREFIX##_P};                                     \
+            return c[i];                                                                  \
+        }                                                                                 \
+        __device__ __forceinline__ static u32 ONE(int i) {                                \
+            const u32 c[LIMBS] = {CUZK_##PREFIX##_ONE};                                   \
+            return c[i];                                                                  \
+        }                                                                                 \
+        __device__ __forceinline__ static u32 R2(int i) {                                 \
+            const u32 c[LIMBS] = {CUZK_##PREFIX##_R2};                                    \
+            return c[i];                                                                  \
+        }                                                                                 \
+        __device__ __forceinline__ static u32 PM2(int i) { /* p - 2, the Fermat exponent */ \
+            const u32 c[LIMBS] = {CUZK_##PREFIX##_PM2};                                   \
+            return c[i];                                                                  \
+        }                                                                                 \
+    };
 
-struct FrTag {
-    static constexpr int N = 8;
-    static constexpr u32 NP0 = CUZK_FR_NP0;
-    __device__ __forceinline__ static u32 P(int i) { return fr_p(i); }
-    __device__ __forceinline__ static u32 ONE(int i) {
-        const u32 O[8] = {CUZK_FR_ONE};
-        return O[i];
-    }
-    __device__ __forceinline__ static u32 R2(int i) {
-        const u32 O[8] = {CUZK_FR_R2};
-        return O[i];
-    }
-    __device__ __forceinline__ static u32 PM2(int i) {
-        const u32 O[8] = {CUZK_FR_PM2};
-        return O[i];
-    }
-};
-
-struct FqTag {
-    static constexpr int N = 12;
-    static constexpr u32 NP0 = CUZK_FQ_NP0;
-    __device__ __forceinline__ static u32 P(int i) { return fq_p(i); }
-    __device__ __forceinline__ static u32 ONE(int i) {
-        const u32 O[12] = {CUZK_FQ_ONE};
-        return O[i];
-    }
-    __device__ __forceinline__ static u32 R2(int i) {
-        const u32 O[12] = {CUZK_FQ_R2};
-        return O[i];
-    }
-    __device__ __forceinline__ static u32 PM2(int i) {
-        const u32 O[12] = {CUZK_FQ_PM2};
-        return O[i];
-    }
-};
+CUZK_FIELD_TAG(Fr, 8, FR)
+CUZK_FIELD_TAG(Fq, 12, FQ)
 
 template <class T>
 struct Elem {

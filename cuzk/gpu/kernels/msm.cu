@@ -291,14 +291,15 @@ __device__ __forceinline__ void add_tables(const Affine<F>* __restrict__ P, u32 
 }
 
 // Throughput probe for the field multiply: 4 independent chains per thread (bench/gpu_kernels.py)
-extern "C" __global__ void fq_mul_probe(Fq* __restrict__ data, int iters) {
+template <class T>
+__device__ __forceinline__ void mul_probe(Elem<T>* __restrict__ data, int iters) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    Fq a = data[4 * i], b = data[4 * i + 1], c = data[4 * i + 2], d = data[4 * i + 3];
+    Elem<T> a = data[4 * i], b = data[4 * i + 1], c = data[4 * i + 2], d = data[4 * i + 3];
     for (int k = 0; k < iters; k++) {
-        a = mul<FqTag>(a, b);
-        b = mul<FqTag>(b, c);
-        c = mul<FqTag>(c, d);
-        d = mul<FqTag>(d, a);
+        a = mul<T>(a, b);
+        b = mul<T>(b, c);
+        c = mul<T>(c, d);
+        d = mul<T>(d, a);
     }
     data[4 * i] = a;
     data[4 * i + 1] = b;
@@ -306,20 +307,8 @@ extern "C" __global__ void fq_mul_probe(Fq* __restrict__ data, int iters) {
     data[4 * i + 3] = d;
 }
 
-extern "C" __global__ void fr_mul_probe(Fr* __restrict__ data, int iters) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    Fr a = data[4 * i], b = data[4 * i + 1], c = data[4 * i + 2], d = data[4 * i + 3];
-    for (int k = 0; k < iters; k++) {
-        a = mul<FrTag>(a, b);
-        b = mul<FrTag>(b, c);
-        c = mul<FrTag>(c, d);
-        d = mul<FrTag>(d, a);
-    }
-    data[4 * i] = a;
-    data[4 * i + 1] = b;
-    data[4 * i + 2] = c;
-    data[4 * i + 3] = d;
-}
+extern "C" __global__ void fq_mul_probe(Fq* data, int iters) { mul_probe<FqTag>(data, iters); }
+extern "C" __global__ void fr_mul_probe(Fr* data, int iters) { mul_probe<FrTag>(data, iters); }
 
 // ------------------------------------------------------------------------------------------------
 // entry points, one set per group; G2 uses smaller blocks for its 2x larger points in shared memory
