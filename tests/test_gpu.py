@@ -287,3 +287,18 @@ def test_gpu_setup_keys_prove_on_both_backends(style):
         for backend in ("cpu", "gpu"):
             res = prover.prove(pk, wit, backend=backend)
             assert verifier.verify(pk.vk, res.public, res.proof), (style, backend)
+
+
+def test_gpu_corrupted_srs_point_fails_self_check():
+    """Fault injection on the device path: a wrong (valid) SRS point is caught by the self-check."""
+    from cuzk.groth16 import prover, zkey
+    from cuzk.r1cs import wtns
+
+    pk = zkey.read_zkey(FIX / "example" / "circuit.zkey")
+    w = wtns.read_wtns(FIX / "example" / "witness.wtns")
+    for vec in ("l", "h"):
+        raw = bytearray(pk.raw[vec])
+        raw[96 * 3 : 96 * 4] = pts.g1_to_lem([G1Point()])
+        bad = pk.__class__(**{**pk.__dict__, "raw": {**pk.raw, vec: bytes(raw)}, "_objs": {}})
+        with pytest.raises(prover.ProofCheckError, match="gpu backend"):
+            prover.prove(bad, w, backend="gpu")

@@ -139,3 +139,34 @@ def test_synthetic_circuits_prove(tmp_path):
         assert pk.domain_log == 7
         res = prover.prove(pk, c.witness)
         assert verifier.verify(pk.vk, res.public, res.proof)
+
+
+def test_corrupted_srs_point_fails_self_check(circuit):
+    """Fault injection: one SRS point replaced by another valid point -> the self-check refuses the proof."""
+    from cuzk.curve import points as pts_
+
+    rc, w = circuit
+    for style in ("snarkjs", "bellperson"):
+        pk = setup.setup(rc.pce, style=style, quiet=True)
+        for vec in ("a", "l", "h"):
+            raw = bytearray(pk.raw[vec])
+            raw[96 * 3 : 96 * 4] = pts_.g1_to_lem([G1Point()])  # a valid point, but the wrong one
+            bad = pk.__class__(**{**pk.__dict__, "raw": {**pk.raw, vec: bytes(raw)}, "_objs": {}})
+            with pytest.raises(prover.ProofCheckError, match="self-check failed"):
+                prover.prove(bad, w)
+
+
+def test_timing_lines_on_stderr(tmp_path):
+    import subprocess
+    import sys
+
+    ex = FIX / "example"
+    env = {**__import__("os").environ, "CUZK_TIMING": "1"}
+    out = subprocess.run([sys.executable, "-m", "cuzk", "prove", "-q", ex / "circuit.zkey", ex / "witness.wtns",
+                          tmp_path / "p.json", tmp_path / "q.json"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("CUZK_TIMING ")]
+    phases = {ln.split()[1].split("=")[1] for ln in lines}
+    assert {"spmv", "ntt_a", "ntt_h", "msm", "finalize", "verify", "total"} <= phases, phases
+    for ln in lines:
+        assert float(ln.split()[2].split("=")[1]) >= 0
