@@ -219,6 +219,13 @@ def main() -> int:
         report("NTT", log_n, xs, FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26)
         xs = timed(lambda: d.evals_to_coset(x, 7), a.reps)
         report("iNTT+coset NTT", log_n, xs)
+        if log_n in (16, 20, 24, 26):  # the prover's a, b, c: one batched launch per pass vs three
+            x3 = cupy.concatenate([x[None]] * 3)
+            xs = timed(lambda: d.evals_to_coset(x3, 7), a.reps)
+            report("  same x3 batched", log_n, xs)
+            xs = timed(lambda: [d.evals_to_coset(x3[i], 7) for i in range(3)], a.reps)
+            report("  same x3 one by one", log_n, xs)
+            x3 = None
         x = d = None
         gntt._domain_cached.cache_clear()
         cupy.get_default_memory_pool().free_all_blocks()

@@ -6,7 +6,9 @@ pool so that ``finish`` only waits for it. The SRS, the constraint matrices and 
 resident on the device, attached to the key (one copy per device).
 
 Switches (environment): ``CUZK_B_G2=gpu|cpu`` (default gpu), ``CUZK_PINNED=1|0`` (witness upload
-through a pinned staging buffer; default 1), ``CUZK_MSM_WINDOW`` (force a window size).
+through a pinned staging buffer; default 1), ``CUZK_NTT_BATCH=1|0`` (a, b, c in one batched NTT launch
+per pass, phase ``ntt_abc``, or one after the other, phases ``ntt_a/b/c``; default 1),
+``CUZK_MSM_WINDOW`` (force a window size).
 """
 
 from __future__ import annotations
@@ -122,9 +124,9 @@ def upload_fr(v: np.ndarray) -> cupy.ndarray:
         return out
 
 
-def spmv(mat, w: cupy.ndarray, n_out: int) -> cupy.ndarray:
+def spmv(mat, w: cupy.ndarray, out: cupy.ndarray) -> cupy.ndarray:
+    """out[:rows] = M w (out is zeroed by the caller beyond the matrix's rows)."""
     row_ptr, cols, vals, rows = mat
-    out = cupy.zeros((n_out, 4), dtype=cupy.uint64)
     launch("fr_ops", "spmv_csr", grid_for(rows), BLOCK, (row_ptr, cols, vals, w, out, np.uint32(rows)), f"sparse mat-vec of {rows} rows")
     return out
 
@@ -138,6 +140,8 @@ class GpuBackend:
 
     def __init__(self):
         self.b_g2_on = os.environ.get("CUZK_B_G2", "gpu")
+        # a, b, c transformed in one batched launch per NTT pass (1) or one after the other (0)
+        self.ntt_batch = os.environ.get("CUZK_NTT_BATCH", "1") == "1"
 
     def start(self, pk: ProvingKey, w: np.ndarray, timer: Timer):
         ev = _Events(timer)
@@ -147,21 +151,26 @@ class GpuBackend:
             with ev.phase("upload"):
                 wd = upload_fr(w)
             with ev.phase("spmv"):
-                a = spmv(dk.mats["A"], wd, n)
-                b = spmv(dk.mats["B"], wd, n)
+                abc = cupy.zeros((3, n, 4), dtype=cupy.uint64)
+                a, b, c = abc[0], abc[1], abc[2]
+                spmv(dk.mats["A"], wd, a)
+                spmv(dk.mats["B"], wd, b)
                 if "C" in dk.mats:
-                    c = spmv(dk.mats["C"], wd, n)
+                    spmv(dk.mats["C"], wd, c)
                 else:
-                    c = cupy.empty_like(a)
                     _ew("fr_mul", a, b, c, n=n)
             gen, shift = coset_params(pk.style, pk.domain_log)
             dom = gntt.domain(pk.domain_log, gen)
-            for name, x in (("a", a), ("b", b), ("c", c)):
-                with ev.phase(f"ntt_{name}"):
-                    dom.evals_to_coset(x, shift)
+            if self.ntt_batch:
+                with ev.phase("ntt_abc"):
+                    dom.evals_to_coset(abc, shift)
+            else:
+                for name, x in (("a", a), ("b", b), ("c", c)):
+                    with ev.phase(f"ntt_{name}"):
+                        dom.evals_to_coset(x, shift)
             with ev.phase("ntt_h"):
-                _ew("fr_mul_sub", a, b, c, a, n=n)
-                h = a
+                h = cupy.empty((n, 4), dtype=cupy.uint64)  # a fresh vector, so a/b/c can be freed now
+                _ew("fr_mul_sub", a, b, c, h, n=n)
                 if pk.style != SNARKJS:
                     from ..field.constants import R
 
@@ -169,7 +178,7 @@ class GpuBackend:
                     dom.scale_powers(h, 1, z_inv)
                     dom.coset_intt(h, shift)
                     h = h[: n - 1]
-            del b, c
+            del a, b, c, abc
             if pk.style == SNARKJS:
                 sc = {"a": wd, "b": wd, "l": wd[pk.n_public + 1 :]}
             else:

@@ -1,5 +1,8 @@
 """NTTs on the GPU: the same transforms as :mod:`cuzk.field.ntt`, data staying on the device.
 
+Every transform takes one vector (n, 4) or a batch (b, n, 4) transformed in the same launches (the
+prover's a, b and c: one launch per pass instead of three).
+
 The raw passes are DIF (natural -> bit-reversed) and DIT (bit-reversed -> natural); chaining an inverse
 DIF, a coset scaling in bit-reversed index order and a forward DIT evaluates a polynomial given by its
 values on the domain at a coset, with no bit-reversal pass at all (what the prover's H step needs).
@@ -74,19 +77,25 @@ class GpuDomain:
         launch("ntt", "fr_power_table", grid_for(n), BLOCK, (out, u32(n), lo, hi, u32(b)), "twiddle table")
         return out
 
-    def _check(self, a: cupy.ndarray) -> None:
-        if a.shape != (self.size, 4) or a.dtype != cupy.uint64 or not a.flags.c_contiguous:
-            raise ValueError(f"expected a contiguous device Fr vector of shape ({self.size}, 4), got {a.shape} {a.dtype}")
+    def _check(self, a: cupy.ndarray) -> int:
+        """Validate one vector (n, 4) or a batch (b, n, 4) of vectors; returns the batch size."""
+        ok_shape = a.shape[-2:] == (self.size, 4) and a.ndim in (2, 3)
+        if not ok_shape or a.dtype != cupy.uint64 or not a.flags.c_contiguous:
+            raise ValueError(f"expected a contiguous device Fr vector of shape ([batch,] {self.size}, 4), got {a.shape} {a.dtype}")
+        return 1 if a.ndim == 2 else a.shape[0]
 
     def _passes(self, a: cupy.ndarray, dit: bool, inverse: bool) -> None:
         tw = self.tw_inv if inverse else self.tw
-        op = f"NTT 2^{self.log_n} ({'DIT' if dit else 'DIF'}{', inverse' if inverse else ''})"
+        batch = self._check(a)
+        op = f"NTT 2^{self.log_n} x{batch} ({'DIT' if dit else 'DIF'}{', inverse' if inverse else ''})"
         for lo, s, u in plan_passes(self.log_n, dit):
-            grid = 1 << (self.log_n - s - u)
-            launch("ntt", "ntt_pass", grid, 1 << (s + u - 1), (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit))), op)
+            grid = (1 << (self.log_n - s - u), batch)
+            launch("ntt", "ntt_pass", grid, 1 << (s + u - 1),
+                   (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit)), np.uint64(self.size)), op)
 
     def bit_reverse(self, a: cupy.ndarray) -> None:
-        launch("ntt", "fr_bit_reverse", grid_for(self.size), BLOCK, (a, u32(self.log_n)), f"bit reversal 2^{self.log_n}")
+        launch("ntt", "fr_bit_reverse", (grid_for(self.size), self._check(a)), BLOCK, (a, u32(self.log_n), np.uint64(self.size)),
+               f"bit reversal 2^{self.log_n}")
 
     def scale_powers(self, a: cupy.ndarray, g: int, scale: int = 1, reversed_order: bool = False) -> None:
         """a[i] *= scale * g^idx (idx = bitrev(i) if the data is in bit-reversed order)."""
@@ -96,8 +105,9 @@ class GpuDomain:
             cached = (*_split_powers(g % R, self.size), cupy.asarray(fr.mont_scalar(scale).reshape(1, 4)))
             self._scale_tables[key] = cached
         lo, hi, b, k = cached
-        launch("ntt", "fr_scale_powers", grid_for(self.size), BLOCK,
-               (a, u32(self.size), u32(self.log_n), u32(int(reversed_order)), lo, hi, u32(b), k), f"coset scaling 2^{self.log_n}")
+        launch("ntt", "fr_scale_powers", (grid_for(self.size), self._check(a)), BLOCK,
+               (a, u32(self.size), u32(self.log_n), u32(int(reversed_order)), lo, hi, u32(b), k, np.uint64(self.size)),
+               f"coset scaling 2^{self.log_n}")
 
     # natural-order transforms (same contract as cuzk.field.ntt.Domain), in place
     def ntt(self, a: cupy.ndarray) -> cupy.ndarray:

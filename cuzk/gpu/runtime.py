@@ -45,13 +45,15 @@ def kernel(module: str, name: str):
     return k
 
 
-def launch(module: str, name: str, grid: int, block: int, args: tuple, op: str, shared: int = 0) -> None:
-    if grid <= 0:
+def launch(module: str, name: str, grid: int | tuple[int, int], block: int, args: tuple, op: str, shared: int = 0) -> None:
+    """Launch a kernel; ``grid`` is x or (x, y) blocks."""
+    g = tuple(int(x) for x in grid) if isinstance(grid, tuple) else (int(grid),)
+    if min(g) <= 0:
         return
     try:
-        kernel(module, name)((int(grid),), (int(block),), args, shared_mem=shared)
+        kernel(module, name)(g, (int(block),), args, shared_mem=shared)
     except cupy.cuda.driver.CUDADriverError as e:
-        raise GpuError(f"{op}: kernel {name} (grid {grid} x {block}) failed: {e}") from None
+        raise GpuError(f"{op}: kernel {name} (grid {g} x {block}) failed: {e}") from None
 
 
 def grid_for(n: int, block: int = BLOCK) -> int:

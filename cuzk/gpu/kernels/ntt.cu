@@ -9,13 +9,15 @@
 // A pass covers the bit positions [lo, lo + s): each block loads a tile of 2^s "group" elements (the
 // indices that differ only in those bits) times 2^u consecutive low indices, so that warps read
 // 2^u * 32 contiguous bytes even when lo is large; s + u <= 10 (32 KiB of shared memory).
+// Batches (the prover's a, b, c) are vectors `stride` elements apart, one per blockIdx.y.
 #include "field.cuh"
 
 #define NTT_MAX_TILE_LOG 10
 
 extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
-                                    u32 dit) {
+                                    u32 dit, u64 stride) {
     __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
+    data += blockIdx.y * stride;
     const u32 tile_log = s + u;
     const u32 nthreads = 1u << (tile_log - 1);
     const u32 k = threadIdx.x;
@@ -67,7 +69,8 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict_
 
 __device__ __forceinline__ u32 bitrev(u32 i, u32 log_n) { return log_n ? (__brev(i) >> (32 - log_n)) : 0; }
 
-extern "C" __global__ void fr_bit_reverse(Fr* __restrict__ data, u32 log_n) {
+extern "C" __global__ void fr_bit_reverse(Fr* __restrict__ data, u32 log_n, u64 stride) {
+    data += blockIdx.y * stride;
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (1u << log_n)) return;
     u32 r = bitrev(i, log_n);
@@ -82,7 +85,8 @@ extern "C" __global__ void fr_bit_reverse(Fr* __restrict__ data, u32 log_n) {
 // g^idx = lo_tbl[idx & (2^lo_bits - 1)] * hi_tbl[idx >> lo_bits].
 extern "C" __global__ void fr_scale_powers(Fr* __restrict__ data, u32 n, u32 log_n, u32 reversed,
                                            const Fr* __restrict__ lo_tbl, const Fr* __restrict__ hi_tbl, u32 lo_bits,
-                                           const Fr* __restrict__ scale) {
+                                           const Fr* __restrict__ scale, u64 stride) {
+    data += blockIdx.y * stride;
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     u32 idx = reversed ? bitrev(i, log_n) : i;
