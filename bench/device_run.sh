@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device session: install the carried wheels, build the kernels, run the GPU tests, benchmark.
 # Usage (through the device tool, carry [".whl", ".cache/cuda"]):
-#   bash bench/device_run.sh [tests|bench|prove|all] [extra args for bench/gpu_kernels.py or bench/gpu_prove.py]
+#   bash bench/device_run.sh [tests|bench|prove|vectors|all] [extra args for bench/gpu_kernels.py or bench/gpu_prove.py]
 # Kernels come from the carried cache (scripts/precompile_kernels.py builds it without a GPU); a missing
 # variant is compiled here, at the cost of device time.
 set -uo pipefail
@@ -33,6 +33,9 @@ if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
 fi
 if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
   python3 bench/gpu_kernels.py --json "$OUT/gpu_kernels.json" "$@" 2>&1 | tee "$OUT/bench.txt"
+fi
+if [ "$MODE" = vectors ]; then
+  python3 bench/make_gpu_vectors.py "$OUT/vectors" 2>&1 | tee "$OUT/vectors.txt"
 fi
 if [ "$MODE" = prove ]; then
   python3 bench/gpu_prove.py --json "$OUT/gpu_prove.json" "$@" 2>&1 | tee "$OUT/prove.txt"

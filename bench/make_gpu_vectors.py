@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Make GPU-proved test vectors (run on the device): every committed circom fixture proved by the GPU
+backend, written as snarkjs proof.json / public.json plus the 192-byte proof, so that CI (which has no
+GPU) can check them with `snarkjs groth16 verify` and our verifier (tests/test_gpu_vectors.py).
+
+    python bench/make_gpu_vectors.py OUT_DIR      # then copy OUT_DIR/* to tests/vectors/gpu/
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cuzk.groth16 import formats, prover, verifier, zkey  # noqa: E402
+from cuzk.r1cs import wtns  # noqa: E402
+
+
+def main() -> int:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "gpu_vectors")
+    out.mkdir(parents=True, exist_ok=True)
+    for fixture in sorted((ROOT / "tests" / "fixtures").iterdir()):
+        zk = fixture / "circuit.zkey"
+        if not zk.exists():
+            continue
+        pk = zkey.read_zkey(zk)
+        res = prover.prove(pk, wtns.read_wtns(fixture / "witness.wtns"), backend="gpu")
+        assert verifier.verify(pk.vk, res.public, res.proof)
+        name = fixture.name
+        formats.write_proof_json(out / f"{name}.proof.json", res.proof)
+        formats.write_public_json(out / f"{name}.public.json", res.public)
+        (out / f"{name}.proof.bin").write_bytes(res.proof.to_bytes())
+        print(f"{name}: proved on {res.backend} in {res.timings['total']:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
