@@ -12,7 +12,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
-from py_arkworks_bls12381 import G1Point, G2Point, Scalar
+from py_arkworks_bls12381 import Scalar
 
 from ..field import fr
 
@@ -44,10 +44,6 @@ def scalars_from_fr(v: np.ndarray) -> tuple[np.ndarray, list[Scalar]]:
     return nz, [from_le(raw[32 * i : 32 * i + 32]) for i in range(nz.shape[0])]
 
 
-def _identity(group):
-    return group.identity()
-
-
 class PendingMSM:
     """An MSM in flight on the pool: ``result()`` waits and sums the chunks."""
 
@@ -75,14 +71,6 @@ def msm_submit(group, points: list, v: np.ndarray, chunks: int | None = None) ->
     ex = pool()
     futs = [ex.submit(group.multiexp_unchecked, bases[i : i + step], scalars[i : i + step]) for i in range(0, len(scalars), step)]
     return PendingMSM(group, futs)
-
-
-def msm_g1(points: list[G1Point], v: np.ndarray) -> G1Point:
-    return msm_submit(G1Point, points, v).result()
-
-
-def msm_g2(points: list[G2Point], v: np.ndarray) -> G2Point:
-    return msm_submit(G2Point, points, v).result()
 
 
 def scalar(x: int) -> Scalar:

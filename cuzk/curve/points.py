@@ -160,14 +160,6 @@ def uncompressed_to_lem(buf, n: int, group: int, what: str = "points") -> bytes:
     return canonical_le_to_lem(le, 4 * n)
 
 
-def g1_compressed(p: G1Point) -> bytes:
-    return p.to_compressed_bytes()
-
-
-def g2_compressed(p: G2Point) -> bytes:
-    return p.to_compressed_bytes()
-
-
 def _check_compressed_flags(data: bytes, what: str) -> None:
     """zcash rules arkworks does not enforce: the compression flag is set, and an infinity encoding
     has no other bit set (otherwise many byte strings would decode to the same point)."""

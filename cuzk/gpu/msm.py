@@ -58,20 +58,6 @@ def choose_window(n: int, group: int = 1, bits: int = 255) -> int:
     return best
 
 
-def estimate_bytes(n: int, group: int = 1, window: int | None = None) -> int:
-    """Device memory one MSM chunk of n points allocates (upper bound, for planning and tests)."""
-    c = window or choose_window(n, group)
-    nwin = -(-256 // c)
-    total = nwin << (c - 1)
-    words = XYZZ_WORDS[group] * 8
-    items = total + n * nwin // ITEM_ENTRIES + 1
-    return (4 * total * 4  # counts, offsets (+64-bit scan), item offsets
-            + n + 4 * n * nwin  # flags, entries
-            + 8 * items  # item start/len
-            + words * (items + total)  # partials, buckets
-            + 2 * words * (total >> min(SEGMENT_LOG, c - 1)) + words * (nwin + 4 * 132 + 2))
-
-
 def _poisoned(shape, dtype=cupy.uint64) -> cupy.ndarray:
     """cupy.empty, filled with 0xFF bytes when CUZK_GPU_POISON=1 (tests: unwritten outputs show up)."""
     a = cupy.empty(shape, dtype=dtype)

@@ -158,6 +158,3 @@ def _domain_cached(dev: int, log_n: int, generator: int) -> GpuDomain:
 def domain(log_n: int, generator: int = SNARKJS_ROOT_GENERATOR) -> GpuDomain:
     return _domain_cached(cupy.cuda.Device().id, log_n, generator)
 
-
-def to_host(a: cupy.ndarray) -> np.ndarray:
-    return cupy.asnumpy(a)

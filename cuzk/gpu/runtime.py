@@ -76,10 +76,5 @@ def synchronize(op: str) -> None:
         cupy.cuda.get_current_stream().synchronize()
 
 
-def to_device_fr(v: np.ndarray) -> cupy.ndarray:
-    """A host Fr vector (n, 4) uint64 onto the device."""
-    return cupy.asarray(np.ascontiguousarray(v, dtype=np.uint64))
-
-
 def u32(x: int) -> np.uint32:
     return np.uint32(x)

@@ -21,7 +21,7 @@ from ..curve.fixed_base import FixedBase
 from ..field import fr
 from ..field.constants import R, root_of_unity
 from ..groth16.keys import SNARKJS, ProvingKey
-from ..groth16.setup import assemble_key, density_selection, plan, qap_matrices
+from ..groth16.setup import assemble_key, density_selection, plan
 from ..r1cs.pce import CSR, PCE
 from ..timing import Timer
 from . import msm as gmsm
@@ -95,7 +95,7 @@ def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: boo
     dev = cupy.cuda.Device().id
     with op_errors(f"GPU setup of a 2^{p.log_n} circuit"):
         with timer.phase("setup_qap"):
-            A, B, C = qap_matrices(pce, n_inputs)
+            A, B, C = pce.qap_matrices()
             L = lagrange(tau, p.log_n, p.generator)[:rows]
             u, v, w = (transpose_matvec(M, L) for M in (A, B, C))
             del L

@@ -19,7 +19,7 @@ import struct
 
 from ..curve import points as pts
 from ..r1cs.binfile import FormatError
-from ..r1cs.pce import PCE, append_identity_rows, empty_rows
+from ..r1cs.pce import PCE
 from .keys import BELLPERSON, ProvingKey, VerifyingKey
 
 _VECTORS = (("ic", 1), ("h", 1), ("l", 1), ("a", 1), ("b1", 1), ("b2", 2))
@@ -136,7 +136,7 @@ def read_params(path: str | os.PathLike, pce: PCE) -> ProvingKey:
         raise FormatError(f"{path}: {len(cur.data) - cur.pos} trailing bytes after the b_g2 vector")
     return ProvingKey(
         BELLPERSON, pce.n_wires, pce.n_public, log_n, vk, raw,
-        append_identity_rows(pce.A, n_inputs), empty_rows(pce.B, n_inputs), empty_rows(pce.C, n_inputs),
+        *pce.qap_matrices(),
         a_aux_density=dens_a[n_inputs:].copy(), b_inp_density=dens_b[:n_inputs].copy(), b_aux_density=dens_b[n_inputs:].copy(),
         source=path,
     )

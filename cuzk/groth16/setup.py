@@ -24,7 +24,7 @@ from ..curve.fixed_base import FixedBase
 from ..curve.msm import scalar
 from ..field import fr
 from ..field.constants import BELLPERSON_GENERATOR, R, SNARKJS_ROOT_GENERATOR, root_of_unity
-from ..r1cs.pce import CSR, PCE, append_identity_rows, empty_rows, transpose
+from ..r1cs.pce import CSR, PCE, empty_rows, transpose
 from ..timing import Timer
 from .keys import BELLPERSON, SNARKJS, ProvingKey, VerifyingKey
 
@@ -57,14 +57,9 @@ def _pick_tau(log_n: int) -> int:
             return tau
 
 
-def qap_matrices(pce: PCE, n_inputs: int) -> tuple[CSR, CSR, CSR]:
-    """A, B, C over the QAP rows: the constraints, then one A row {i: 1} per input wire."""
-    return append_identity_rows(pce.A, n_inputs), empty_rows(pce.B, n_inputs), empty_rows(pce.C, n_inputs)
-
-
 def _qap(pce: PCE, n_inputs: int, lag: np.ndarray):
     """Padded matrices and the wire polynomials (u, v, w) evaluated at tau."""
-    A, B, C = qap_matrices(pce, n_inputs)
+    A, B, C = pce.qap_matrices()
     L = lag[: A.n_rows]
     return A, B, C, transpose(A).matvec(L), transpose(B).matvec(L), transpose(C).matvec(L)
 

@@ -124,6 +124,12 @@ class PCE:
     def memory_bytes(self) -> int:
         return self.A.memory_bytes() + self.B.memory_bytes() + self.C.memory_bytes()
 
+    def qap_matrices(self) -> tuple["CSR", "CSR", "CSR"]:
+        """A, B, C over the QAP rows: the constraints, then one A row {i: 1} per input wire
+        (the constant and the public signals: the rows that bind the inputs, in snarkjs and bellperson)."""
+        n_inputs = self.n_public + 1
+        return append_identity_rows(self.A, n_inputs), empty_rows(self.B, n_inputs), empty_rows(self.C, n_inputs)
+
 
 def transpose(m: CSR) -> CSR:
     """The transpose (columns become rows), entries of each new row in old-row order."""
