@@ -4,20 +4,25 @@ scheduler order. (The daemon end to end is in test_daemon*.py.)"""
 from __future__ import annotations
 
 import re
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from cuzk import CuzkError
 from cuzk.engine import config as cfgmod
 from cuzk.engine import srs as srsmod
 from cuzk.engine.config import ConfigError, load_config
 from cuzk.engine.devcircuit import make_dev_circuit
+from cuzk.engine.engine import Engine
+from cuzk.engine.errors import FailedPrecondition, Unavailable
 from cuzk.engine.journal import Journal
 from cuzk.engine.registry import Circuit
 from cuzk.engine.scheduler import Scheduler
+from cuzk.field import fr
 from cuzk.groth16 import prover, verifier
-from cuzk.r1cs.wtns import parse_wtns
+from cuzk.r1cs.wtns import parse_wtns, wtns_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "cuzk" / "engine" / "cuzk.example.toml"
@@ -204,3 +209,98 @@ def test_scheduler_priority_fifo_and_budget():
     t.join(5)
     assert got[0].part == 2
     s.close()
+
+
+# -- engine pipeline (in-process Engine, CPU backend, the 2^8 dev circuit) -----------------------------
+
+SERIAL = {"gpus.backend": "cpu", "synthesis.partition_workers": 1, "gpus.cpu_workers": 1,
+          "pipeline.prover_queue_depth": 1}
+
+
+def _wait(cond, timeout=30.0, what="condition"):
+    t = time.monotonic() + timeout
+    while time.monotonic() < t:
+        if cond():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def engines(tmp_path):
+    """engines(state=tmp_path, start=True, **overrides) -> a started CPU Engine; all shut down at the end."""
+    made = []
+
+    def make(state=None, start=True, **over):
+        o = {"daemon.state_dir": str(state or tmp_path)} | SERIAL | over
+        e = Engine(load_config(overrides=o))
+        made.append(e)
+        return e.start() if start else e
+
+    yield make
+    for e in made:
+        e.shutdown(5)
+
+
+@pytest.fixture
+def gate(monkeypatch):
+    """gate(module, name): every call of module.name signals ``entered`` and waits for ``go``."""
+    made = []
+
+    def make(module, name):
+        g = type("Gate", (), {})()
+        g.entered, g.go = threading.Event(), threading.Event()
+        real = getattr(module, name)
+
+        def wrapper(*a, **k):
+            g.entered.set()
+            g.go.wait(30)
+            return real(*a, **k)
+
+        monkeypatch.setattr(module, name, wrapper)
+        made.append(g)
+        return g
+
+    yield make
+    for g in made:
+        g.go.set()
+
+
+def _bad_witness(dc, seed) -> bytes:
+    w = parse_wtns(dc.witness(seed)).copy()
+    w[-1] = fr.from_ints([12345])[0]
+    return wtns_bytes(w)
+
+
+def test_srs_register_checks_references_before_touching_the_cache(dev, tmp_path):
+    a = Circuit(cfgmod.validate_circuit(dev["snarkjs"].spec("c"), "c"))
+    b = Circuit(cfgmod.validate_circuit(dev["bellperson"].spec("c"), "c"))
+    m = srsmod.SrsManager(tmp_path, {"cpu": 1 << 30}, 1 << 30)
+    m.register(a)
+    m.acquire("c", "cpu")
+    files = sorted(tmp_path.glob("c-*.srs"))
+    assert len(files) == 1
+    with pytest.raises(FailedPrecondition, match="in use"):
+        m.register(b)
+    assert sorted(tmp_path.glob("c-*.srs")) == files and m.tier("c") == srsmod.HOT
+    m.release("c", "cpu")
+    m.register(b)  # no reference left: replaced, the old key's cache file goes
+    assert not files[0].exists() and m.tier("c") == srsmod.COLD
+
+
+def test_a_broken_key_file_is_a_failed_precondition(dev, tmp_path):
+    import shutil
+
+    key = tmp_path / "k.zkey"
+    shutil.copy(dev["snarkjs"].key, key)
+    c = Circuit(cfgmod.validate_circuit(dev["snarkjs"].spec("c", zkey=str(key)), "c"))
+    m = srsmod.SrsManager(tmp_path / "cache", {"cpu": 1 << 30}, 1 << 30)
+    m.register(c)
+    with open(key, "r+b") as fh:
+        fh.truncate(key.stat().st_size // 2)
+    with pytest.raises(FailedPrecondition, match="proving key"):
+        m.acquire("c", "cpu")
+    key.unlink()
+    with pytest.raises(FailedPrecondition, match="proving key"):
+        m.acquire("c", "cpu")
+

@@ -184,15 +184,13 @@ class Journal:
         return self._tx(fn)
 
     def purge_payloads(self) -> int:
-        """Delete the payloads of finished jobs (they are never needed again)."""
+        """Delete the payloads of finished jobs (they are never needed again). Driven by the payloads table,
+        which holds only unfinished and just-finished jobs (each looked up by its unique job_id), not by
+        the jobs table, which holds every finished job of the retention period."""
         def fn(db):
-            return db.execute("DELETE FROM payloads WHERE job_id IN (SELECT job_id FROM jobs WHERE state IN "
-                              "('completed','failed','cancelled'))").rowcount
+            return db.execute("DELETE FROM payloads WHERE (SELECT state FROM jobs WHERE jobs.job_id = payloads.job_id)"
+                              " IN ('completed','failed','cancelled')").rowcount
         return self._tx(fn)
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
 
     # -- circuits ---------------------------------------------------------------------------------
     def save_circuit(self, cid: str, spec: dict) -> None:

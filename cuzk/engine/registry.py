@@ -13,7 +13,6 @@ import os
 import queue
 import struct
 import threading
-from pathlib import Path
 
 import numpy as np
 
@@ -186,6 +185,3 @@ class Circuit:
 def same_spec(a: CircuitConfig, b: CircuitConfig) -> bool:
     return a.as_dict() == b.as_dict()
 
-
-def resolve(path: str) -> str:
-    return str(Path(os.path.expanduser(path)).resolve()) if path else ""

@@ -202,28 +202,35 @@ class SrsManager:
 
     # -- registry ---------------------------------------------------------------------------------
     def register(self, circuit) -> None:
+        """Add the circuit's entry, or replace it (refused while a proof or a load uses the old one). A
+        replacement with the same key keeps the loaded tiers; with another key, the old one's HOT copies
+        and cache file go."""
         e = Entry(circuit)
         path = self.cache_dir / f"{e.id}-{e.source_id}.srs"
-        # remove stale cache files of this circuit (an older key)
-        for old in self.cache_dir.glob(f"{e.id}-*.srs"):
-            if old != path and read_warm_header(old) is not None and read_warm_header(old).get("circuit_id") == e.id:
-                try:
-                    old.unlink()
-                except OSError:
-                    pass
         h = read_warm_header(path)
-        if h is not None and h.get("source_id") == e.source_id:
-            e.warm_path = path
-            e.warm_bytes = path.stat().st_size
         with self._lock:
             old = self._entries.get(e.id)
-            if old is not None and old.refcount():
+            if old is not None and (old.refcount() or old.loading):
                 raise FailedPrecondition(f"circuit {e.id!r}: its SRS is in use")
+            if old is not None and old.source_id == e.source_id:
+                e.pk, e.warm_path, e.warm_bytes, e.hot, e.last_used = old.pk, old.warm_path, old.warm_bytes, old.hot, old.last_used
+            else:
+                if old is not None:
+                    for dev in list(old.hot):
+                        self._drop_hot(old, dev, reason="replaced")
+                    old.pk = None
+                if h is not None and h.get("source_id") == e.source_id:
+                    e.warm_path = path
+                    e.warm_bytes = path.stat().st_size
             self._entries[e.id] = e
-
-    def unregister(self, cid: str) -> None:
-        with self._lock:
-            self._entries.pop(cid, None)
+        # remove stale cache files of this circuit (an older key), now that nothing can be using them
+        for stale in self.cache_dir.glob(f"{e.id}-*.srs"):
+            sh = read_warm_header(stale) if stale != path else None
+            if sh is not None and sh.get("circuit_id") == e.id:
+                try:
+                    stale.unlink()
+                except OSError:
+                    pass
 
     def _entry(self, cid: str) -> Entry:
         with self._lock:
@@ -241,13 +248,16 @@ class SrsManager:
             return list(e.hot) if e else []
 
     # -- budgets ----------------------------------------------------------------------------------
+    def _used(self, tier: int, device: str | None = None) -> int:
+        """Bytes in ``tier`` (HOT: on ``device``, or on all devices when None). Caller holds self._lock."""
+        if tier == HOT:
+            return sum((e.hot.get(device, 0) if device is not None else sum(e.hot.values()))
+                       for e in self._entries.values())
+        return sum(e.warm_bytes for e in self._entries.values() if e.warm_path is not None)
+
     def hot_used(self, device: str) -> int:
         with self._lock:
-            return sum(e.hot.get(device, 0) for e in self._entries.values())
-
-    def warm_used(self) -> int:
-        with self._lock:
-            return sum(e.warm_bytes for e in self._entries.values() if e.warm_path is not None)
+            return self._used(HOT, device)
 
     def _evict_hot_for(self, device: str, need: int, exclude: Entry | None) -> None:
         budget = self.hot_budget.get(device)
@@ -255,7 +265,7 @@ class SrsManager:
             return
         while True:
             with self._lock:
-                used = sum(e.hot.get(device, 0) for e in self._entries.values())
+                used = self._used(HOT, device)
                 if used + need <= budget:
                     return
                 cands = [e for e in self._entries.values() if e is not exclude and device in e.hot
@@ -271,7 +281,7 @@ class SrsManager:
     def _evict_warm_for(self, need: int, exclude: Entry | None) -> None:
         while True:
             with self._lock:
-                used = sum(e.warm_bytes for e in self._entries.values() if e.warm_path is not None)
+                used = self._used(WARM)
                 if used + need <= self.warm_budget:
                     return
                 cands = [e for e in self._entries.values() if e is not exclude and e.warm_path is not None
@@ -347,8 +357,9 @@ class SrsManager:
             from ..groth16.params import read_params
 
             return read_params(e.key_path, e.circuit.pce)
-        except CuzkError as err:
-            raise CuzkError(f"circuit {e.id!r}: cannot load its proving key: {err}") from None
+        except (CuzkError, OSError, ValueError) as err:  # the key file is missing or corrupt: not the caller's fault
+            why = f"{err.filename}: {err.strerror}" if isinstance(err, OSError) and err.strerror else str(err)
+            raise FailedPrecondition(f"circuit {e.id!r}: cannot load its proving key: {why}") from None
 
     def _promote_hot(self, e: Entry, pk: ProvingKey, device: str) -> int:
         if device == "cpu":
@@ -447,6 +458,4 @@ class SrsManager:
 
     def totals(self) -> dict[str, int]:
         with self._lock:
-            hot = sum(sum(e.hot.values()) for e in self._entries.values())
-            warm = sum(e.warm_bytes for e in self._entries.values() if e.warm_path is not None)
-        return {"HOT": hot, "WARM": warm}
+            return {"HOT": self._used(HOT), "WARM": self._used(WARM)}
