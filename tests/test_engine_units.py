@@ -272,6 +272,218 @@ def _bad_witness(dc, seed) -> bytes:
     return wtns_bytes(w)
 
 
+def test_drain_deadline_leaves_an_in_flight_job_journaled_for_the_restart(dev, tmp_path, engines, gate):
+    dc = dev["snarkjs"]
+    g = gate(prover, "prove_start")
+    e = engines()
+    e.register_circuit(dc.spec("h"))
+    job, _, _ = e.submit("h", [("wtns", dc.witness(3))])
+    assert g.entered.wait(30)
+    assert e.shutdown(0.0) is False  # the deadline passes while the prover is inside prove_start
+    g.go.set()
+    for t in e._threads:
+        t.join(10)
+    assert e.journal.get(job.job_id)["state"] == "running"  # not failed: it runs again after a restart
+    e.journal.close()
+    e2 = engines()
+    rec = e2.await_job(job.job_id, 30)
+    assert rec["status"] == "COMPLETED", rec
+    assert [ev for _, ev in e2.journal.events(job.job_id)].count("completed") == 1
+
+
+def test_finalizer_slots_are_per_device(tmp_path, monkeypatch):
+    from cuzk.engine import engine as engmod
+
+    real = Engine._setup_devices
+
+    def two_devices(self):
+        real(self)
+        extra = engmod._Device("cpu-b", -1, "cpu")
+        self.devices.append(extra)
+        self.workers.append(engmod._Worker(len(self.workers), extra))
+
+    monkeypatch.setattr(Engine, "_setup_devices", two_devices)
+    e = Engine(load_config(overrides={"daemon.state_dir": str(tmp_path), "gpus.backend": "cpu",
+                                      "pipeline.finalizer_threads": 3}))
+    try:
+        a, b = e.devices
+        assert e.finalizers._max_workers == 6
+        for _ in range(3):
+            assert a.final_slots.acquire(timeout=0)
+        assert not a.final_slots.acquire(timeout=0)
+        assert b.final_slots.acquire(timeout=0)  # device a's proofs in flight do not hold back device b
+    finally:
+        e.shutdown(0)
+
+
+def test_in_flight_counts_an_item_between_take_and_synthesis(dev, engines):
+    dc = dev["snarkjs"]
+    e = engines(start=False)
+    taken, go = threading.Event(), threading.Event()
+    real = e.scheduler.take
+
+    def take():
+        it = real()
+        if it is not None:
+            taken.set()
+            go.wait(30)
+        return it
+
+    e.scheduler.take = take
+    e.start()
+    try:
+        e.register_circuit(dc.spec("h"))
+        job, _, _ = e.submit("h", [("wtns", dc.witness(4))])
+        assert taken.wait(30)
+        assert e.in_flight() == 1  # a drain must wait for it (it would close the journal under it)
+    finally:
+        go.set()
+    assert e.await_job(job.job_id, 30)["status"] == "COMPLETED"
+    assert e.shutdown(10) and e.in_flight() == 0
+
+
+def test_results_are_journaled_before_the_partition_leaves_the_pipeline(dev, engines):
+    dc = dev["snarkjs"]
+    e = engines()
+    seen = []
+    real = e.journal.finish
+
+    def finish(job_id, state, *a, **k):
+        seen.append((state, e.in_flight()))
+        return real(job_id, state, *a, **k)
+
+    e.journal.finish = finish
+    e.register_circuit(dc.spec("h"))
+    ok, _, _ = e.submit("h", [("wtns", dc.witness(5))])
+    assert e.await_job(ok.job_id, 30)["status"] == "COMPLETED"
+    bad, _, _ = e.submit("h", [("wtns", _bad_witness(dc, 6))])
+    rec = e.await_job(bad.job_id, 30)
+    assert rec["status"] == "FAILED" and "violates" in rec["error"]
+    # a clean drain waits for in_flight() == 0 and then closes the journal: a result written after the
+    # partition left the count could be lost
+    assert [s for s, _ in seen] == ["completed", "failed"] and all(n >= 1 for _, n in seen), seen
+
+
+def test_cancel_racing_the_last_partition_reports_the_final_state(dev, engines, gate):
+    dc = dev["snarkjs"]
+    g = gate(prover, "prove_finish")
+    e = engines()
+    e.register_circuit(dc.spec("h"))
+    job, _, _ = e.submit("h", [("wtns", dc.witness(7))])
+    assert g.entered.wait(30)  # the only partition is in its finalizer
+    dropped = threading.Event()
+    real_drop, real_rm = e._part_dropped, e.scheduler.remove_from_batch
+
+    def drop(*a, **k):
+        dropped.set()
+        return real_drop(*a, **k)
+
+    def rm(j):  # cancel has marked the job; let the partition finish before cancel finishes the job
+        g.go.set()
+        _wait(lambda: j.done.is_set() or dropped.is_set(), 10, "the partition to finish")
+        return real_rm(j)
+
+    e._part_dropped = drop
+    e.scheduler.remove_from_batch = rm
+    _was, cancelled, status = e.cancel(job.job_id)
+    rec = e.await_job(job.job_id, 30)
+    assert status == rec["status"] and cancelled == (rec["status"] == "CANCELLED"), (status, rec["status"])
+
+
+def test_a_circuit_replaced_during_submit_proves_with_the_new_definition(dev, engines):
+    dc = dev["snarkjs"]
+    e = engines()
+    e.register_circuit(dc.spec("h"))
+    real = e._parse_part
+
+    def parse(c, *a):
+        if e.circuit("h").spec.default_priority == 2:  # replaced while this request is being parsed
+            e.register_circuit(dc.spec("h", default_priority="high"), replace=True)
+        return real(c, *a)
+
+    e._parse_part = parse
+    job, _, _ = e.submit("h", [("wtns", dc.witness(8))])
+    assert job.circuit is e.circuit("h") and job.priority == 3
+    assert e.await_job(job.job_id, 30)["status"] == "COMPLETED"
+
+
+def test_a_failing_release_neither_stalls_the_pipeline_nor_vanishes(dev, engines):
+    dc = dev["snarkjs"]
+    e = engines(**{"pipeline.finalizer_threads": 1})
+    real = e.srs.release
+    boom = [True]
+
+    def release(cid, device):
+        if boom:
+            boom.clear()
+            raise RuntimeError("release exploded")
+        return real(cid, device)
+
+    e.srs.release = release
+    e.register_circuit(dc.spec("h"))
+    j1, _, _ = e.submit("h", [("wtns", dc.witness(10))])
+    r1 = e.await_job(j1.job_id, 10)
+    assert r1["status"] == "FAILED" and "release exploded" in r1["error"], r1
+    j2, _, _ = e.submit("h", [("wtns", dc.witness(11))])
+    assert e.await_job(j2.job_id, 10)["status"] == "COMPLETED"  # the slot and the stage were released
+    _wait(lambda: e.in_flight() == 0, 10, "an empty pipeline")
+    assert e.devices[0].active == 0 and e.scheduler.budget.used == 0
+
+
+def test_submits_reach_the_scheduler_in_journal_order(dev, engines):
+    dc = dev["snarkjs"]
+    e = engines()
+    e.register_circuit(dc.spec("h"))
+    inserted, pushed, calls = [], [], []
+    overtaken = threading.Event()
+    real_ins, real_push = e.journal.insert_job, e.scheduler.push_job
+
+    def ins(job_id, *a, **k):
+        real_ins(job_id, *a, **k)
+        inserted.append(job_id)
+
+    def push(job, batchable):
+        calls.append(job.job_id)
+        if len(calls) == 1:
+            overtaken.wait(0.3)  # the first submit is slow to queue: the second must not overtake it
+        else:
+            overtaken.set()
+        pushed.append(job.job_id)
+        real_push(job, batchable)
+
+    e.journal.insert_job, e.scheduler.push_job = ins, push
+    ws = [dc.witness(12), dc.witness(13)]
+    t1 = threading.Thread(target=lambda: e.submit("h", [("wtns", ws[0])]))
+    t1.start()
+    _wait(lambda: inserted, 10, "the first insert")
+    t2 = threading.Thread(target=lambda: e.submit("h", [("wtns", ws[1])]))
+    t2.start()
+    t1.join(10)
+    t2.join(10)
+    assert pushed == inserted and len(pushed) == 2
+
+
+def test_failed_and_cancelled_jobs_free_their_queued_witnesses(dev, engines, gate):
+    dc = dev["snarkjs"]
+    e = engines()
+    e.register_circuit(dc.spec("h"))
+    e.register_circuit(dc.spec("h3", partitions=3))
+    # a failed partition: the job's other partitions never run, so their parsed witnesses go at once
+    f, _, _ = e.submit("h3", [("wtns", _bad_witness(dc, 14)), ("wtns", dc.witness(15)), ("wtns", dc.witness(16))])
+    assert e.await_job(f.job_id, 30)["status"] == "FAILED"
+    assert all(p.witness is None for p in f.parts)
+    # a cancelled job queued behind a full pipeline: its witness and heap entry go at once too
+    g = gate(prover, "prove_start")
+    busy = [e.submit("h", [("wtns", dc.witness(20 + i))])[0] for i in range(3)]
+    assert g.entered.wait(30)
+    _wait(lambda: e.stage["prover_queue"] == 2, 30, "a full prover queue")  # one queued, one held
+    c, _, _ = e.submit("h", [("wtns", dc.witness(30))])
+    assert e.cancel(c.job_id)[1]
+    assert c.parts[0].witness is None and not [it for it in e.scheduler._heap if it.job is c]
+    g.go.set()
+    assert all(e.await_job(j.job_id, 30)["status"] == "COMPLETED" for j in busy)
+
+
 def test_srs_register_checks_references_before_touching_the_cache(dev, tmp_path):
     a = Circuit(cfgmod.validate_circuit(dev["snarkjs"].spec("c"), "c"))
     b = Circuit(cfgmod.validate_circuit(dev["bellperson"].spec("c"), "c"))
@@ -303,4 +515,11 @@ def test_a_broken_key_file_is_a_failed_precondition(dev, tmp_path):
     key.unlink()
     with pytest.raises(FailedPrecondition, match="proving key"):
         m.acquire("c", "cpu")
+
+
+def test_duplicate_lookup_while_stopping_is_unavailable(engines):
+    e = engines()
+    assert e.shutdown(5)  # clean: the journal is closed
+    with pytest.raises(Unavailable):
+        e._duplicate("req", "hash")
 

@@ -68,7 +68,9 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
      "constraint and its signals"),
     ("pipeline", "prover_queue_depth", 0, "int",
      "synthesized partitions waiting for a prover worker; 0 = one per prover worker"),
-    ("pipeline", "finalizer_threads", 2, "int", "threads running prove_finish (MSM wait, assembly, self-check)"),
+    ("pipeline", "finalizer_threads", 2, "int",
+     "threads running prove_finish (MSM wait, assembly, self-check), per device; also the proofs in flight "
+     "between prove_start and prove_finish per device"),
     ("srs", "param_cache", "", "str", "folder of the WARM tier's cache files; default <state_dir>/srs"),
     ("srs", "hot_budget", "auto", "size",
      'bytes of HOT SRS per device (GPU memory, or arkworks objects for the CPU backend); "auto" = half of the '

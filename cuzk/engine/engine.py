@@ -10,6 +10,13 @@ Pipeline (one partition = one Groth16 proof; a job has one or more partitions)::
          device; no GPU: cpu_workers on the CPU backend), each: SRS acquire (HOT on its device),
          prove_start (CPU: mat-vec, NTTs, the five MSMs submitted to the MSM pool)
       -> finalizer pool: prove_finish (MSM results, assembly, pairing self-check), SRS release, result.
+         Each device has ``finalizer_threads`` slots: a prover takes one before prove_start and the
+         finalizer gives it back after prove_finish, so no device runs ahead of its finalizers (on the
+         CPU backend that would queue ever more MSMs in the pool, and a CRITICAL arrival's MSMs behind
+         them); the pool has ``finalizer_threads`` threads per device.
+
+A partition counts as in flight (``in_flight()``; a clean drain waits for 0 before closing the journal)
+from the moment the scheduler hands it out until its result is journaled.
 
 Cancellation marks the job; every stage boundary checks the mark (queued items are dropped, in-flight
 ones stop at the next boundary and free their memory and SRS reference). Results and state changes are
@@ -78,6 +85,7 @@ class Part:
     synth_ms: float = 0.0
     witness_ms: float = 0.0
     check_ms: float = 0.0
+    checked: bool = False  # the constraint check ran before proving
     srs_ms: float = 0.0
     compute_ms: float = 0.0
     finalize_ms: float = 0.0
@@ -130,6 +138,7 @@ class _Device:
         self.ordinal = ordinal
         self.kind = kind  # "cpu" | "gpu"
         self.lock = threading.Lock()  # GPU: serializes kernels on the device
+        self.final_slots: threading.BoundedSemaphore | None = None  # set by the engine (finalizer_threads)
         self.active = 0
         self.busy_s = 0.0
         self._since = 0.0
@@ -158,8 +167,13 @@ class _Worker:
         self.device = device
         self.current_job = ""
         self.current_circuit = ""
-        self.busy_s = 0.0
+        self.busy_s = 0.0  # time spent on partitions (SRS acquire + prove_start), finished ones
+        self.since = 0.0  # monotonic start of the partition in hand; 0 when idle
         self.started = 0
+
+    def busy(self) -> float:
+        since = self.since
+        return self.busy_s + ((time.monotonic() - since) if since else 0.0)
 
 
 class Engine:
@@ -203,10 +217,12 @@ class Engine:
         depth = cfg.pipeline.prover_queue_depth or n_workers
         self.prover_queue = ProverQueue(depth, affinity=len(self.devices) > 1)
         n_fin = max(1, cfg.pipeline.finalizer_threads)
-        self.finalizers = ThreadPoolExecutor(n_fin, thread_name_prefix="cuzk-final")
-        # proofs between prove_start and the end of prove_finish: bounded, so the provers cannot run ahead
-        # of the finalizers (on the CPU backend that would queue ever more MSMs in the pool)
-        self._final_slots = threading.BoundedSemaphore(n_fin)
+        # proofs between prove_start and the end of prove_finish, per device: bounded, so a device's provers
+        # cannot run ahead of the finalizers (on the CPU backend that would queue ever more MSMs in the pool)
+        for d in self.devices:
+            d.final_slots = threading.BoundedSemaphore(n_fin)
+        self.n_finalizers = n_fin * len(self.devices)
+        self.finalizers = ThreadPoolExecutor(self.n_finalizers, thread_name_prefix="cuzk-final")
         self.stage = collections.Counter()
         self.metrics.attach(self)
 
@@ -265,7 +281,7 @@ class Engine:
         self._started = True
         cfg = self.config
         for cc in cfg.circuits:
-            self._register(cc, "config", persist=False)
+            self._register(cc, "config")
         for spec in self.journal.circuits():
             cid = spec.get("id")
             if cid in self.circuits:
@@ -274,7 +290,7 @@ class Engine:
                                 "RegisterCircuit one\"", cid)
                 continue
             try:
-                self._register(CircuitConfig(**spec), "rpc", persist=False)
+                self._register(CircuitConfig(**spec), "rpc")
             except CuzkError as e:
                 log.error("event=circuit_restore_failed circuit=%s error=%r", cid, str(e))
         self._recover()
@@ -300,8 +316,10 @@ class Engine:
         self._threads.append(t)
 
     def in_flight(self) -> int:
+        """Partitions between the scheduler's hand-out and their journaled result."""
+        taken = self.scheduler.in_hand()  # first: an item moves from there into self.stage, never back
         with self._lock:
-            return sum(v for k, v in self.stage.items())
+            return taken + sum(self.stage.values())
 
     def shutdown(self, drain_timeout: float = 30.0) -> bool:
         """Stop accepting; let in-flight partitions finish (at most ``drain_timeout`` s); queued jobs stay
@@ -327,16 +345,33 @@ class Engine:
         return clean
 
     # -- circuits -----------------------------------------------------------------------------------
-    def _register(self, cc: CircuitConfig, source: str, persist: bool) -> Circuit:
+    def _register(self, cc: CircuitConfig, source: str) -> Circuit:
+        """At start-up: circuits of the config file and those registered by RPC before (from the journal)."""
         c = Circuit(cc, source, calculators=self.config.synthesis.partition_workers)
-        self.srs.register(c)
-        with self._lock:
-            self.circuits[c.id] = c
-        if persist:
-            self.journal.save_circuit(c.id, cc.as_dict())
-        log.info("event=circuit_registered circuit=%s source=%s constraints=%d wires=%d domain=2^%d partitions=%d key=%s",
-                 c.id, source, c.n_constraints, c.n_wires, c.domain_log, c.partitions, cc.key_path())
+        self._install(c)
         return c
+
+    def _install(self, c: Circuit) -> None:
+        with self._lock:
+            self.srs.register(c)
+            self.circuits[c.id] = c
+        log.info("event=circuit_registered circuit=%s source=%s constraints=%d wires=%d domain=2^%d partitions=%d key=%s",
+                 c.id, c.source, c.n_constraints, c.n_wires, c.domain_log, c.partitions, c.spec.key_path())
+
+    def _check_replace(self, old: Circuit | None, cc: CircuitConfig, replace: bool) -> bool:
+        """True if ``old`` already is ``cc``; raises if it may not be replaced. Caller holds ``_lock``."""
+        if old is None:
+            return False
+        if same_spec(old.spec, cc):
+            return True
+        if not replace:
+            raise AlreadyExists(f"circuit {cc.id!r} is already registered with a different definition "
+                                f"(set replace to redefine it)")
+        if old.source == "config":
+            raise FailedPrecondition(f"circuit {cc.id!r} comes from the config file; change it there")
+        if any(j.circuit is old and not j.final for j in self.active.values()):
+            raise FailedPrecondition(f"circuit {cc.id!r} has active jobs; redefine it when they finished")
+        return False
 
     def register_circuit(self, spec: dict, replace: bool = False) -> tuple[Circuit, bool]:
         """Register (or, with ``replace``, redefine) a circuit at run time; persisted in the journal."""
@@ -348,17 +383,19 @@ class Engine:
             raise InvalidArgument(str(e)) from None
         with self._lock:
             old = self.circuits.get(cc.id)
-        if old is not None:
-            if same_spec(old.spec, cc):
+            if self._check_replace(old, cc, replace):
                 return old, True
-            if not replace:
-                raise AlreadyExists(f"circuit {cc.id!r} is already registered with a different definition "
-                                    f"(set replace to redefine it)")
-            if old.source == "config":
-                raise FailedPrecondition(f"circuit {cc.id!r} comes from the config file; change it there")
-            if any(j.circuit is old for j in self.active.values() if not j.final):
-                raise FailedPrecondition(f"circuit {cc.id!r} has active jobs; redefine it when they finished")
-        return self._register(cc, "rpc", persist=True), False
+        c = Circuit(cc, "rpc", calculators=self.config.synthesis.partition_workers)  # reads / compiles: unlocked
+        # check and replace at once, with submissions held off: no job can be accepted for the old definition
+        # after the check (it would be proved with the new key)
+        with self._submit_lock:
+            with self._lock:
+                old = self.circuits.get(cc.id)
+                if self._check_replace(old, cc, replace):
+                    return old, True
+                self._install(c)
+            self.journal.save_circuit(c.id, cc.as_dict())
+        return c, False
 
     def circuit(self, cid: str) -> Circuit:
         with self._lock:
@@ -414,74 +451,99 @@ class Engine:
         if self.draining:
             self.metrics.rejected.labels(reason="draining").inc()
             raise Unavailable("the daemon is shutting down; submit again after it restarts")
-        c = self.circuit(circuit_id)
-        if not payloads:
-            raise InvalidArgument(f"partitions: no witness or inputs_json given (circuit {c.id!r} takes "
-                                  f"{c.partitions} partition{'s' * (c.partitions != 1)})")
-        if len(payloads) != c.partitions:
-            raise InvalidArgument(f"partitions: {len(payloads)} given, circuit {c.id!r} has {c.partitions} partition"
-                                  f"{'s' * (c.partitions != 1)}")
-        if priority not in (0, 1, 2, 3, 4):
-            raise InvalidArgument(f"priority: {priority} is not a priority (LOW 1 .. CRITICAL 4)")
-        prio = priority or c.spec.default_priority
-        rhash = self.request_hash(c.id, payloads)
-        if request_id:
-            dup = self._duplicate(request_id, rhash)
-            if dup is not None:
-                return dup, True, 0
-        fields = fields or [f"partitions[{i}].{'witness' if k == 'wtns' else 'inputs_json'}" for i, (k, _) in enumerate(payloads)]
-        parts = [self._parse_part(c, i, k, d, fields[i]) for i, (k, d) in enumerate(payloads)]
-        with self._submit_lock:
+        for _attempt in range(3):
+            c = self.circuit(circuit_id)
+            if not payloads:
+                raise InvalidArgument(f"partitions: no witness or inputs_json given (circuit {c.id!r} takes "
+                                      f"{c.partitions} partition{'s' * (c.partitions != 1)})")
+            if len(payloads) != c.partitions:
+                raise InvalidArgument(f"partitions: {len(payloads)} given, circuit {c.id!r} has {c.partitions} partition"
+                                      f"{'s' * (c.partitions != 1)}")
+            if priority not in (0, 1, 2, 3, 4):
+                raise InvalidArgument(f"priority: {priority} is not a priority (LOW 1 .. CRITICAL 4)")
+            rhash = self.request_hash(c.id, payloads)
             if request_id:
                 dup = self._duplicate(request_id, rhash)
                 if dup is not None:
                     return dup, True, 0
-            with self._lock:
-                mine = sum(1 for j in self.active.values() if j.circuit is c and not j.final)
-                total = sum(1 for j in self.active.values() if not j.final)
-            limit = c.spec.max_queue or self.config.scheduler.max_queue_per_circuit
-            if mine >= limit:
-                self.metrics.rejected.labels(reason="queue_full").inc()
-                raise ResourceExhausted(f"circuit {c.id!r}: queue full ({mine} jobs active, max_queue {limit}); retry later")
-            if total >= self.config.scheduler.max_pending:
-                self.metrics.rejected.labels(reason="pending_full").inc()
-                raise ResourceExhausted(f"daemon queue full ({total} jobs active, scheduler.max_pending "
-                                        f"{self.config.scheduler.max_pending}); retry later")
-            job_id = uuid.uuid4().hex
-            now = time.time()
-            try:
-                self.journal.insert_job(job_id, request_id or None, rhash, c.id, prio, payloads, now)
-            except Exception as e:  # noqa: BLE001 - sqlite: disk full, ...
-                raise EngineError(f"cannot journal the job: {e}") from None
-            job = Job(job_id, request_id, c, prio, parts, now, rhash)
-            with self._lock:
-                self.active[job_id] = job
-                if request_id:
-                    self._by_request[request_id] = job_id
-                pos = self._position(job)
-            self.metrics.submitted.labels(circuit=c.id).inc()
-        log.info("event=job_accepted job=%s circuit=%s priority=%s partitions=%d request_id=%s position=%d",
-                 job_id, c.id, PRIORITY_NAMES[prio], len(parts), request_id or "-", pos)
+            names = fields or [f"partitions[{i}].{'witness' if k == 'wtns' else 'inputs_json'}"
+                               for i, (k, _) in enumerate(payloads)]
+            parts = [self._parse_part(c, i, k, d, names[i]) for i, (k, d) in enumerate(payloads)]
+            with self._submit_lock:
+                with self._lock:
+                    replaced = self.circuits.get(c.id) is not c
+                if replaced:  # redefined (RegisterCircuit replace) while this request was parsed: again
+                    continue
+                job, pos = self._accept(c, parts, payloads, priority or c.spec.default_priority, request_id, rhash)
+                if pos is None:
+                    return job, True, 0
+            log.info("event=job_accepted job=%s circuit=%s priority=%s partitions=%d request_id=%s position=%d",
+                     job.job_id, c.id, PRIORITY_NAMES[job.priority], len(parts), request_id or "-", pos)
+            return job, False, pos
+        raise Unavailable(f"circuit {circuit_id!r} is being redefined; submit again")
+
+    def _accept(self, c: Circuit, parts: list[Part], payloads, prio: int, request_id: str, rhash: str):
+        """Journal and queue the job (the caller holds ``_submit_lock``: the journal's order is the queue's).
+        Returns (job, queue position), or (the earlier job or its record, None) for a duplicate request_id."""
+        if request_id:
+            dup = self._duplicate(request_id, rhash)
+            if dup is not None:
+                return dup, None
+        with self._lock:
+            mine = sum(1 for j in self.active.values() if j.circuit is c and not j.final)
+            total = sum(1 for j in self.active.values() if not j.final)
+        limit = c.spec.max_queue or self.config.scheduler.max_queue_per_circuit
+        if mine >= limit:
+            self.metrics.rejected.labels(reason="queue_full").inc()
+            raise ResourceExhausted(f"circuit {c.id!r}: queue full ({mine} jobs active, max_queue {limit}); retry later")
+        if total >= self.config.scheduler.max_pending:
+            self.metrics.rejected.labels(reason="pending_full").inc()
+            raise ResourceExhausted(f"daemon queue full ({total} jobs active, scheduler.max_pending "
+                                    f"{self.config.scheduler.max_pending}); retry later")
+        job_id = uuid.uuid4().hex
+        now = time.time()
+        try:
+            self.journal.insert_job(job_id, request_id or None, rhash, c.id, prio, payloads, now)
+        except Exception as e:  # noqa: BLE001 - sqlite: disk full, ...; or closed by a drain
+            self._journal_error(e, "cannot journal the job")
+        job = Job(job_id, request_id, c, prio, parts, now, rhash)
+        with self._lock:
+            self.active[job_id] = job
+            if request_id:
+                self._by_request[request_id] = job_id
+            pos = self._position(job)
+        self.metrics.submitted.labels(circuit=c.id).inc()
         self.scheduler.push_job(job, c.spec.batchable)
-        return job, False, pos
+        return job, pos
+
+    def _journal_error(self, e: Exception, what: str):
+        if self.draining:  # the journal closes at the end of a drain
+            raise Unavailable("the daemon is shutting down; submit again after it restarts") from None
+        raise EngineError(f"{what}: {e}") from None
 
     def _position(self, job: Job) -> int:
         return sum(1 for j in self.active.values() if j is not job and not j.final and j.state == QUEUED
                    and (j.priority > job.priority or (j.priority == job.priority and j.submitted_at <= job.submitted_at)))
+
+    @staticmethod
+    def _same_request(request_id: str, rhash: str, their_hash: str, their_job: str) -> None:
+        if their_hash != rhash:
+            raise AlreadyExists(f"request_id {request_id!r} was already used for a different request (job {their_job})")
 
     def _duplicate(self, request_id: str, rhash: str):
         with self._lock:
             jid = self._by_request.get(request_id)
             job = self.active.get(jid) if jid else None
         if job is not None:
-            if job.request_hash != rhash:
-                raise AlreadyExists(f"request_id {request_id!r} was already used for a different request (job {job.job_id})")
+            self._same_request(request_id, rhash, job.request_hash, job.job_id)
             return job
-        row = self.journal.by_request(request_id)
+        try:
+            row = self.journal.by_request(request_id)
+        except Exception as e:  # noqa: BLE001 - closed by a drain, or a disk error
+            self._journal_error(e, "cannot read the journal")
         if row is None:
             return None
-        if row["request_hash"] != rhash:
-            raise AlreadyExists(f"request_id {request_id!r} was already used for a different request (job {row['job_id']})")
+        self._same_request(request_id, rhash, row["request_hash"], row["job_id"])
         return self._record_from_row(row)
 
     # -- recovery -----------------------------------------------------------------------------------
@@ -522,46 +584,34 @@ class Engine:
             if item is None:
                 return
             job, part = item.job, item.job.parts[item.part]
-            with self._lock:
-                if job.final or job.cancelled:
-                    self.scheduler.release(item.nbytes)
-                    continue
-                self.stage["synthesis"] += 1
-                part.stage = "synthesis"
-                first = not job.journaled_start
-                job.journaled_start = True
-                if job.state == QUEUED:
-                    job.state = RUNNING
-                    job.started_at = time.time()
             try:
-                if first:
-                    self.journal.mark_started(job.job_id, time.time())
-                t0 = time.perf_counter()
-                if part.witness is not None:
-                    w = part.witness
-                else:
-                    try:
-                        w = job.circuit.witness_from_inputs(part.inputs)
-                    except CuzkError as e:
-                        raise JobFailure(f"partition {part.index}: {e}") from None
-                t1 = time.perf_counter()
-                if check:
-                    msg = job.circuit.violation(w)
-                    if msg:
-                        raise JobFailure(f"partition {part.index}: {msg}")
-                t2 = time.perf_counter()
-                part.witness_ms = (t1 - t0) * 1e3
-                part.check_ms = (t2 - t1) * 1e3
-                part.synth_ms = (t2 - t0) * 1e3
-                item.witness = w
-            except JobFailure as e:
-                self._leave_stage("synthesis")
-                self._part_failed(item, str(e))
+                with self._lock:
+                    live = not (job.final or job.cancelled)
+                    if live:
+                        self.stage["synthesis"] += 1
+                        part.stage = "synthesis"
+                        first = not job.journaled_start
+                        job.journaled_start = True
+                        if job.state == QUEUED:
+                            job.state = RUNNING
+                            job.started_at = time.time()
+            finally:
+                self.scheduler.settle()  # counted in self.stage now (or gone)
+            if not live:
+                self._part_dropped(item)
                 continue
+            try:
+                self._synthesize(item, check, first)
             except Exception as e:
-                log.exception("event=synthesis_error job=%s", job.job_id)
-                self._leave_stage("synthesis")
-                self._part_failed(item, f"partition {part.index}: internal error in synthesis: {e}")
+                if isinstance(e, JobFailure):
+                    msg = str(e)
+                else:
+                    log.exception("event=synthesis_error job=%s", job.job_id)
+                    msg = f"partition {part.index}: internal error in synthesis: {e}"
+                try:
+                    self._part_failed(item, msg)
+                finally:
+                    self._leave_stage("synthesis")  # after the result is journaled
                 continue
             # hold the result (and this worker) until the prover queue takes it
             with self._lock:
@@ -569,8 +619,32 @@ class Engine:
                 self.stage["synthesis"] -= 1
                 self.stage["prover_queue"] += 1
             if not self.prover_queue.put(item, abandon=lambda j=job: j.cancelled or j.final):
-                self._leave_stage("prover_queue")
                 self._part_dropped(item)
+                self._leave_stage("prover_queue")
+
+    def _synthesize(self, item: WorkItem, check: bool, first: bool) -> None:
+        job, part = item.job, item.job.parts[item.part]
+        if first:
+            self.journal.mark_started(job.job_id, time.time())
+        t0 = time.perf_counter()
+        if part.witness is not None:
+            w = part.witness
+        else:
+            try:
+                w = job.circuit.witness_from_inputs(part.inputs)
+            except CuzkError as e:
+                raise JobFailure(f"partition {part.index}: {e}") from None
+        t1 = time.perf_counter()
+        if check:
+            msg = job.circuit.violation(w)
+            if msg:
+                raise JobFailure(f"partition {part.index}: {msg}")
+        t2 = time.perf_counter()
+        part.witness_ms = (t1 - t0) * 1e3
+        part.check_ms = (t2 - t1) * 1e3 if check else 0.0
+        part.checked = check
+        part.synth_ms = (t2 - t0) * 1e3
+        item.witness = w
 
     def _leave_stage(self, name: str) -> None:
         with self._lock:
@@ -589,165 +663,210 @@ class Engine:
                 return
             job, part = item.job, item.job.parts[item.part]
             with self._lock:
+                live = not (job.final or job.cancelled)
+                if live:
+                    self.stage["proving"] += 1
+                    part.stage = "proving"
+                    worker.current_job, worker.current_circuit = job.job_id, job.circuit.id
                 self.stage["prover_queue"] -= 1
-                if job.final or job.cancelled:
-                    self._part_dropped(item, locked=True)
-                    continue
-                self.stage["proving"] += 1
-                part.stage = "proving"
-                worker.current_job, worker.current_circuit = job.job_id, job.circuit.id
-            t_pick = time.perf_counter()
-            got_slot = False
-            while not got_slot and not self.stopped.is_set():
-                got_slot = self._final_slots.acquire(timeout=0.2)
-            if not got_slot:  # stopping: leave the partition (its job stays journaled as running)
-                with self._lock:
-                    self.stage["proving"] -= 1
+            if not live:
                 self._part_dropped(item)
-                return
-            dev.enter()
-            handed = acquired = settled = False
+                continue
             try:
-                pk, srs_ms, _prev = self.srs.acquire(job.circuit.id, dev.name)
-                acquired = True
-                part.srs_ms = srs_ms
-                part.device = dev.name
-                if job.cancelled or job.final:
-                    raise _Dropped()
-                timer = Timer(f"{job.job_id}:{part.index}")
-                t0 = time.perf_counter()
-                if dev.kind == "gpu":
-                    import cupy
+                if not self._prove(worker, item):
+                    return  # stopping
+            except Exception as e:  # noqa: BLE001 - a release failed: keep the worker alive
+                log.exception("event=prover_error job=%s", job.job_id)
+                self._part_failed(item, f"partition {part.index}: internal error in the prover: {e}")
 
-                    with dev.lock, cupy.cuda.Device(dev.ordinal):
-                        pending = gprover.prove_start(pk, item.witness, self.backend, label=timer.label, timer=timer)
-                else:
-                    pending = gprover.prove_start(pk, item.witness, self.backend, label=timer.label, timer=timer)
-                item.extra["start_ms"] = (time.perf_counter() - t0) * 1e3
-                worker.started += 1
-                with self._lock:
-                    self.finalizers.submit(self._finalize, item, pending, dev)  # raises once shut down
-                    self.stage["proving"] -= 1
-                    self.stage["finalizing"] += 1
-                    part.stage = "finalizing"
-                handed = True
-            except _Dropped:
-                pass
-            except CuzkError as e:
-                self._part_failed(item, f"partition {part.index}: {e}")
-                settled = True
-            except Exception as e:
-                log.exception("event=prove_start_error job=%s", job.job_id)
-                self._part_failed(item, f"partition {part.index}: internal error in prove_start: {e}")
-                settled = True
+    def _prove(self, worker: _Worker, item: WorkItem) -> bool:
+        """SRS acquire and prove_start, then hand the partition to a finalizer. False if stopping."""
+        job, part = item.job, item.job.parts[item.part]
+        dev = worker.device
+        got_slot = False
+        while not got_slot and not self.stopped.is_set():
+            got_slot = dev.final_slots.acquire(timeout=0.2)
+        if not got_slot:  # stopping: leave the partition (its job stays journaled as running)
+            worker.current_job = worker.current_circuit = ""
+            try:
+                self._part_dropped(item)
             finally:
-                worker.busy_s += time.perf_counter() - t_pick
-                worker.current_job = worker.current_circuit = ""
-                if not handed:
-                    self._final_slots.release()
-                    if acquired:
-                        self.srs.release(job.circuit.id, dev.name)
-                    dev.leave()
-                    with self._lock:
-                        self.stage["proving"] -= 1
-                    if not settled:
-                        self._part_dropped(item)
+                self._leave_stage("proving")
+            return False
+        dev.enter()
+        worker.since = time.monotonic()
+        handed = acquired = False
+        failed = ""
+        try:
+            pk, part.srs_ms, _tier = self.srs.acquire(job.circuit.id, dev.name)
+            acquired = True
+            part.device = dev.name
+            if job.cancelled or job.final:
+                raise _Dropped()
+            timer = Timer(f"{job.job_id}:{part.index}")
+            t0 = time.perf_counter()
+            if dev.kind == "gpu":
+                import cupy
+
+                with dev.lock, cupy.cuda.Device(dev.ordinal):
+                    pending = gprover.prove_start(pk, item.witness, self.backend, label=timer.label, timer=timer)
+            else:
+                pending = gprover.prove_start(pk, item.witness, self.backend, label=timer.label, timer=timer)
+            item.extra["start_ms"] = (time.perf_counter() - t0) * 1e3
+            worker.started += 1
+            if self.stopped.is_set():  # the drain deadline passed: the finalizers are gone; runs after a restart
+                raise _Dropped()
+            with self._lock:
+                try:
+                    fut = self.finalizers.submit(self._finalize, item, pending, dev)
+                except RuntimeError:  # shut down since the check above: as above
+                    raise _Dropped() from None
+                self.stage["proving"] -= 1
+                self.stage["finalizing"] += 1
+                part.stage = "finalizing"
+            handed = True
+            fut.add_done_callback(_log_task_error)
+        except _Dropped:
+            pass
+        except CuzkError as e:
+            failed = f"partition {part.index}: {e}"
+        except Exception as e:
+            log.exception("event=prove_start_error job=%s", job.job_id)
+            failed = f"partition {part.index}: internal error in prove_start: {e}"
+        finally:
+            worker.busy_s += time.monotonic() - worker.since
+            worker.since = 0.0
+            worker.current_job = worker.current_circuit = ""
+            if not handed:
+                try:
+                    self._release_proof(job, dev, srs_ref=acquired)
+                finally:
+                    try:
+                        if failed:
+                            self._part_failed(item, failed)
+                        else:
+                            self._part_dropped(item)
+                    finally:
+                        self._leave_stage("proving")
+        return True
+
+    def _release_proof(self, job: Job, dev: _Device, srs_ref: bool = True) -> None:
+        """Give back what a partition holds from SRS acquire to the end of prove_finish: its SRS reference,
+        its place on the device and its finalizer slot; each even if one before it raises."""
+        try:
+            if srs_ref:
+                self.srs.release(job.circuit.id, dev.name)
+        finally:
+            try:
+                dev.leave()
+            finally:
+                dev.final_slots.release()
 
     # -- pipeline: finalizers -------------------------------------------------------------------------
     def _finalize(self, item: WorkItem, pending, dev: _Device) -> None:
+        """A finalizer task: nothing escapes it (the partition would never leave the pipeline)."""
+        part = item.job.parts[item.part]
+        try:
+            self._finish_partition(item, pending, dev)
+        except JobFailure as e:
+            self._part_failed(item, str(e))
+        except BaseException as e:  # noqa: BLE001 - whatever it is, the partition must leave
+            log.exception("event=finalize_error job=%s", item.job.job_id)
+            self._part_failed(item, f"partition {part.index}: internal error in prove_finish: {e}")
+        finally:
+            self._leave_stage("finalizing")  # after the result is journaled
+
+    def _finish_partition(self, item: WorkItem, pending, dev: _Device) -> None:
         job, part = item.job, item.job.parts[item.part]
-        if job.cancelled or job.final:  # stage boundary: only drain the MSMs in flight, no assembly / check
-            try:
-                pending.backend.finish(pending.state, pending.timer)
-            except Exception:  # noqa: BLE001
-                pass
-            finally:
-                self.srs.release(job.circuit.id, dev.name)
-                dev.leave()
-                with self._lock:
-                    self.stage["finalizing"] -= 1
-                self._final_slots.release()
+        res = None
+        try:
+            if job.cancelled or job.final:  # stage boundary: only drain the MSMs in flight, no assembly / check
+                try:
+                    pending.backend.finish(pending.state, pending.timer)
+                except Exception:  # noqa: BLE001
+                    pass
+            else:
+                t0 = time.perf_counter()
+                res = self._prove_finish(item, pending, dev)
+                finish_ms = (time.perf_counter() - t0) * 1e3
+        finally:
+            self._release_proof(job, dev)
+        if res is None:
             self._part_dropped(item)
             return
-        try:
-            t0 = time.perf_counter()
-            try:
-                if dev.kind == "gpu":
-                    import cupy
-
-                    with cupy.cuda.Device(dev.ordinal):
-                        res = gprover.prove_finish(pending)
-                else:
-                    res = gprover.prove_finish(pending)
-            except gprover.ProofCheckError as e:
-                why = None
-                try:
-                    why = job.circuit.violation(item.witness)
-                except Exception:  # noqa: BLE001 - diagnosis is best effort
-                    pass
-                raise JobFailure(f"partition {part.index}: proof self-check failed: {why or e}") from None
-            finish_ms = (time.perf_counter() - t0) * 1e3
-            ph = dict(res.timings)
-            fin = ph.get("finalize", 0.0) + ph.get("verify", 0.0)
-            part.finalize_ms = fin
-            part.compute_ms = item.extra.get("start_ms", 0.0) + max(0.0, finish_ms - fin)
-            ph["witness"] = part.witness_ms
+        ph = dict(res.timings)
+        fin = ph.get("finalize", 0.0) + ph.get("verify", 0.0)
+        part.finalize_ms = fin
+        part.compute_ms = item.extra.get("start_ms", 0.0) + max(0.0, finish_ms - fin)
+        ph["witness"] = part.witness_ms
+        if part.checked:
             ph["constraint_check"] = part.check_ms
-            ph["srs_load"] = part.srs_ms
-            part.phases = ph
-            part.result = {
-                "index": part.index,
-                "proof": res.proof.to_bytes().hex(),
-                "proof_json": json.dumps(formats.proof_to_json(res.proof)),
-                "public": [str(x) for x in res.public],
-                "phases": ph,
-                "device": dev.name,
-            }
-            for k, v in ph.items():
-                self.metrics.prover_phase.labels(phase=k).observe(v / 1e3)
-            self.metrics.partitions.labels(circuit=job.circuit.id, device=dev.name).inc()
-            ok = True
-        except JobFailure as e:
-            ok, err = False, str(e)
-        except Exception as e:
-            log.exception("event=finalize_error job=%s", job.job_id)
-            ok, err = False, f"partition {part.index}: internal error in prove_finish: {e}"
-        finally:
-            self.srs.release(job.circuit.id, dev.name)
-            dev.leave()
-            with self._lock:
-                self.stage["finalizing"] -= 1
-            self._final_slots.release()
-        item.witness = None
-        if not ok:
-            self._part_failed(item, err)
+        ph["srs_load"] = part.srs_ms
+        part.phases = ph
+        part.result = {
+            "index": part.index,
+            "proof": res.proof.to_bytes().hex(),
+            "proof_json": json.dumps(formats.proof_to_json(res.proof)),
+            "public": [str(x) for x in res.public],
+            "phases": ph,
+            "device": dev.name,
+        }
+        for k, v in ph.items():
+            self.metrics.prover_phase.labels(phase=k).observe(v / 1e3)
+        self.metrics.partitions.labels(circuit=job.circuit.id, device=dev.name).inc()
+        with self._lock:
+            # a cancel marks the job before it finishes it: a partition done after the mark is dropped, so
+            # the job cannot complete under the cancel (which would then report CANCELLED wrongly)
+            dropped = job.final or job.cancelled
+            if not dropped:
+                job.remaining -= 1
+                complete = job.remaining == 0
+        if dropped:
+            self._part_dropped(item)
             return
-        self.scheduler.release(item.nbytes)
+        self._free(item)
         with self._lock:
             part.stage = "done"
             part.witness = None
-            if job.final:
-                return
-            job.remaining -= 1
-            complete = job.remaining == 0
         if complete:
-            self._complete(job)
+            self._finish(job, COMPLETED)
+
+    def _prove_finish(self, item: WorkItem, pending, dev: _Device):
+        job, part = item.job, item.job.parts[item.part]
+        try:
+            if dev.kind == "gpu":
+                import cupy
+
+                with cupy.cuda.Device(dev.ordinal):
+                    return gprover.prove_finish(pending)
+            return gprover.prove_finish(pending)
+        except gprover.ProofCheckError as e:
+            why = None
+            try:
+                why = job.circuit.violation(item.witness)
+            except Exception:  # noqa: BLE001 - diagnosis is best effort
+                pass
+            raise JobFailure(f"partition {part.index}: proof self-check failed: {why or e}") from None
 
     # -- results --------------------------------------------------------------------------------------
-    def _part_dropped(self, item: WorkItem, locked: bool = False) -> None:
-        """A partition of a cancelled / already failed job leaves the pipeline: free its memory."""
-        self.scheduler.release(item.nbytes)
+    def _free(self, item: WorkItem) -> None:
+        """Return the partition's working memory to the budget (once) and drop its witness."""
+        n, item.nbytes = item.nbytes, 0
+        if n:
+            self.scheduler.release(n)
         item.witness = None
+
+    def _part_dropped(self, item: WorkItem) -> None:
+        """A partition of a cancelled / already failed job (or one left by a stop) leaves the pipeline."""
+        self._free(item)
         p = item.job.parts[item.part]
-        p.stage = "done"
-        p.witness = None
+        with self._lock:
+            p.stage = "done"
+            p.witness = None
 
     def _part_failed(self, item: WorkItem, msg: str) -> None:
-        self.scheduler.release(item.nbytes)
-        item.witness = None
-        job = item.job
-        job.parts[item.part].stage = "done"
-        self._finish(job, FAILED, error=msg)
+        self._part_dropped(item)
+        self._finish(item.job, FAILED, error=msg)
 
     def _timings(self, job: Job, now: float) -> dict:
         parts = job.parts
@@ -779,16 +898,20 @@ class Engine:
             "priority": job.priority, "request_id": job.request_id,
         }
 
-    def _complete(self, job: Job) -> None:
-        self._finish(job, COMPLETED)
-
     def _finish(self, job: Job, state: str, error: str = "") -> bool:
+        """Record the job's final state once; False if it had finished already (nothing done)."""
         with self._lock:
             if job.final:
                 return False
             job.final = True
             job.state = state
             job.error = error
+            if state != COMPLETED:  # partitions still queued never run: free their parsed witnesses now
+                for p in job.parts:
+                    if p.stage == "queued":
+                        p.witness = p.inputs = None
+        if state != COMPLETED:
+            self.scheduler.drop_job(job)
         now = time.time()
         rec = self._record(job, state, now, error)
         try:
@@ -875,7 +998,8 @@ class Engine:
             j.cancelled = True
             was_running = any(p.stage != "queued" for p in j.parts)
         self.scheduler.remove_from_batch(j)
-        self._finish(j, CANCELLED, error="cancelled by request")
+        if not self._finish(j, CANCELLED, error="cancelled by request"):
+            return False, False, j.state.upper()  # its last partition completed (or one failed) first
         with self.scheduler.cv:
             self.scheduler.cv.notify_all()
         return was_running, True, "CANCELLED"
@@ -914,13 +1038,14 @@ class Engine:
                            "batching": batching.get(cid, 0)})
         cfg = self.config
         caps = {"synthesis": cfg.synthesis.partition_workers, "prover_queue": self.prover_queue.capacity,
-                "proving": len(self.workers), "finalizing": cfg.pipeline.finalizer_threads}
+                "proving": len(self.workers), "finalizing": self.n_finalizers}
         workers = []
         for w in self.workers:
             d = w.device
             info = {"worker_id": w.id, "device": d.name, "ordinal": d.ordinal, "backend": d.kind,
                     "current_job": w.current_job, "current_circuit": w.current_circuit,
-                    "busy_ratio": min(1.0, d.busy() / up) if up > 0 else 0.0, "proofs_started": w.started,
+                    "busy_ratio": min(1.0, w.busy() / up) if up > 0 else 0.0,
+                    "device_busy_ratio": min(1.0, d.busy() / up) if up > 0 else 0.0, "proofs_started": w.started,
                     "name": "", "memory_total": 0, "memory_free": 0}
             if d.kind == "gpu":
                 try:
@@ -963,8 +1088,7 @@ class Engine:
                 with self._lock:
                     for jid in [k for k, r in self._recent.items() if r.get("completed_at", 0) < cutoff]:
                         del self._recent[jid]
-                    live = {j.request_id for j in self.active.values() if j.request_id}
-                    for rid in [r for r, jid in self._by_request.items() if jid not in self.active and r not in live]:
+                    for rid in [r for r, jid in self._by_request.items() if jid not in self.active]:
                         del self._by_request[rid]
                 if n:
                     log.info("event=journal_purge removed=%d", n)
@@ -975,3 +1099,12 @@ class Engine:
 
 class _Dropped(Exception):
     pass
+
+
+def _log_task_error(fut) -> None:
+    """Done-callback of the finalizer tasks: an exception that escaped one is logged, not lost."""
+    if fut.cancelled():
+        return
+    e = fut.exception()
+    if e is not None:
+        log.error("event=finalizer_task_error error=%r", str(e), exc_info=e)

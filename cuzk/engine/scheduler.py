@@ -64,6 +64,7 @@ class Scheduler:
         self.metrics = metrics
         self.log = log
         self._dispatch_order = itertools.count(1)
+        self._in_hand = 0  # items handed out by take() that the taker has not settled yet
         self._timer = threading.Thread(target=self._batch_timer, name="cuzk-batch-timer", daemon=True)
         self._timer.start()
 
@@ -146,7 +147,9 @@ class Scheduler:
         return None
 
     def take(self) -> WorkItem | None:
-        """Block until the highest-priority item fits the memory budget; reserve it. None on close."""
+        """Block until the highest-priority item fits the memory budget; reserve it. None on close.
+        The item counts in ``in_hand()`` until the caller calls ``settle()`` (after it has counted it in a
+        stage of its own, or dropped it), so nothing between here and there is invisible to a drain."""
         with self.cv:
             while True:
                 if self.closed:
@@ -154,6 +157,7 @@ class Scheduler:
                 it = self._head()
                 if it is not None and self.budget.fits(it.nbytes):
                     heapq.heappop(self._heap)
+                    self._in_hand += 1
                     self.budget.used += it.nbytes
                     self.budget.peak = max(self.budget.peak, self.budget.used)
                     job = it.job
@@ -161,6 +165,22 @@ class Scheduler:
                         job.dispatch_order = next(self._dispatch_order)
                     return it
                 self.cv.wait()
+
+    def settle(self) -> None:
+        with self.cv:
+            self._in_hand -= 1
+
+    def in_hand(self) -> int:
+        with self.cv:
+            return self._in_hand
+
+    def drop_job(self, job) -> None:
+        """Remove a finished (cancelled, failed) job's queued partitions now, not when they reach the head."""
+        with self.cv:
+            n = len(self._heap)
+            self._heap = [it for it in self._heap if it.job is not job]
+            if len(self._heap) != n:
+                heapq.heapify(self._heap)
 
     def release(self, nbytes: int) -> None:
         with self.cv:
@@ -173,10 +193,6 @@ class Scheduler:
             self.cv.notify_all()
 
     # -- inspection ---------------------------------------------------------------------------------
-    def queued_items(self) -> int:
-        with self.cv:
-            return sum(1 for it in self._heap if not it.job.cancelled and not it.job.final)
-
     def batching(self) -> dict[str, int]:
         with self.cv:
             return {cid: len(b.jobs) for cid, b in self._batches.items()}
