@@ -10,9 +10,11 @@ import concurrent.futures as cf
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from cuzk import CuzkError
 from cuzk.engine import srs as srsmod
 from cuzk.engine.config import load_config
 from cuzk.engine.devcircuit import make_dev_circuit
@@ -493,3 +496,23 @@ def test_results_expire_after_the_retention_period(dev):
         # the request id is free again: a new job
         again = c.submit("h8", witness=dev["h8"].witness(1), request_id="ret-1")
         assert not again.duplicate and again.job_id != res.job_id
+
+
+def test_a_start_up_error_leaves_nothing_running(tmp_path):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        for http, match in ((f"127.0.0.1:{busy.getsockname()[1]}", "cannot listen"), ("8.8.8.8:0", "loopback")):
+            tmp = tempfile.mkdtemp(prefix="czt", dir="/tmp")
+            try:
+                d = Daemon(load_config(overrides={"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock",
+                                                  "gpus.backend": "cpu", "daemon.http_listen": http}))
+                with pytest.raises(CuzkError, match=f"daemon.http_listen.*{match}"):
+                    d.start()
+                assert not d.engine._started and d.engine.stopped.is_set()  # found before the engine started
+                assert not os.path.exists(f"{tmp}/d.sock")
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        busy.close()

@@ -517,9 +517,49 @@ def test_a_broken_key_file_is_a_failed_precondition(dev, tmp_path):
         m.acquire("c", "cpu")
 
 
+def test_rpc_error_codes():
+    import grpc
+
+    from cuzk.engine.errors import InvalidArgument
+    from cuzk.server import service
+
+    class Abort(Exception):
+        pass
+
+    class Ctx:
+        def abort(self, code, msg):
+            raise Abort(code, msg)
+
+    def code_of(exc):
+        @service._rpc
+        def rpc(self, request, context):
+            raise exc
+
+        with pytest.raises(Abort) as ei:
+            rpc(None, None, Ctx())
+        return ei.value.args[0]
+
+    class GpuOutOfMemory(CuzkError):  # cuzk.gpu.runtime's class needs CuPy to import: matched by name
+        pass
+
+    class Deeper(GpuOutOfMemory):
+        pass
+
+    assert code_of(GpuOutOfMemory("cudaMalloc failed")) == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert code_of(Deeper("x")) == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert code_of(FailedPrecondition("key")) == grpc.StatusCode.FAILED_PRECONDITION
+    assert code_of(InvalidArgument("field")) == grpc.StatusCode.INVALID_ARGUMENT
+    assert code_of(CuzkError("something inside broke")) == grpc.StatusCode.INTERNAL
+    assert code_of(ValueError("bug")) == grpc.StatusCode.INTERNAL
+
+
 def test_duplicate_lookup_while_stopping_is_unavailable(engines):
     e = engines()
     assert e.shutdown(5)  # clean: the journal is closed
     with pytest.raises(Unavailable):
         e._duplicate("req", "hash")
 
+
+def test_max_message_bytes_auto_is_rejected_at_load():
+    with pytest.raises(ConfigError, match="daemon.max_message_bytes"):
+        load_config(text='[daemon]\nmax_message_bytes = "auto"\n')

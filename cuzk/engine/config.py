@@ -314,6 +314,9 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
             v = sections[s][k]
             if v and not os.path.isabs(os.path.expanduser(v)):
                 sections[s][k] = str(base / v)
+    if not sections["daemon"]["max_message_bytes"]:  # "auto" (None) or 0: gRPC needs a real limit
+        raise ConfigError(f"{where}: daemon.max_message_bytes: expected a size like \"128MiB\" (\"auto\" and 0 "
+                          f"are not accepted)")
     fmt = sections["logging"]["format"]
     if fmt not in ("kv", "json"):
         raise ConfigError(f"{where}: logging.format: expected \"kv\" or \"json\", got {fmt!r}")

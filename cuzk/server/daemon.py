@@ -77,6 +77,29 @@ class Daemon:
         self._stopped = threading.Event()
 
     def start(self) -> Daemon:
+        """Bind every listener, then start the engine (recovery, preload) and serve. On any error nothing
+        is left running: the engine is shut down, the listeners are closed, the socket file removed."""
+        try:
+            self._start()
+        except BaseException:
+            self._abort_start()
+            raise
+        return self
+
+    def _abort_start(self) -> None:
+        if self.http is not None:
+            self.http.stop()
+            self.http = None
+        if self.server is not None:
+            self.server.stop(None)
+        self.engine.shutdown(0)
+        if self._unix_path and os.path.exists(self._unix_path):
+            try:
+                os.unlink(self._unix_path)
+            except OSError:
+                pass
+
+    def _start(self) -> None:
         cfg = self.config
         _pb, pb_grpc = protogen.load()
         from .service import ProvingEngineService
@@ -85,7 +108,7 @@ class Daemon:
         if kind == "unix":
             where = os.path.abspath(where)
             _prepare_unix(where)
-        mx = int(cfg.daemon.max_message_bytes)
+        mx = int(cfg.daemon.max_message_bytes)  # a size > 0 (load_config refuses "auto")
         opts = [("grpc.max_receive_message_length", mx), ("grpc.max_send_message_length", mx),
                 ("grpc.so_reuseport", 0)]
         self.server = grpc.server(ThreadPoolExecutor(max_workers=max(4, cfg.daemon.grpc_threads),
@@ -107,20 +130,19 @@ class Daemon:
                 port = self.server.add_insecure_port(where)
                 self.address = f"{where.rpartition(':')[0]}:{port}"
         except RuntimeError as e:
-            self.engine.shutdown(0)
             raise CuzkError(f"daemon.listen: cannot listen on {cfg.listen}: {e}") from None
         if not port:
-            self.engine.shutdown(0)
             raise CuzkError(f"daemon.listen: cannot listen on {cfg.listen}")
-        self.engine.start()  # recovery and preload happen before the first request is served
-        self.server.start()
-        if cfg.daemon.http_listen:
+        if cfg.daemon.http_listen:  # bound now (its errors are found before the engine starts), served below
             from .http import StatusServer
 
-            self.http = StatusServer(self.engine, cfg.daemon.http_listen, cfg.daemon.http_allow_remote).start()
+            self.http = StatusServer(self.engine, cfg.daemon.http_listen, cfg.daemon.http_allow_remote)
+        self.engine.start()  # recovery and preload happen before the first request is served
+        self.server.start()
+        if self.http is not None:
+            self.http.start()
         log.info("event=daemon_listening address=%s http=%s pid=%d", self.address,
                  self.http.address if self.http else "off", os.getpid())
-        return self
 
     def stop(self, drain_timeout: float | None = None) -> bool:
         if self._stopped.is_set():

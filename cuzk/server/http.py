@@ -65,7 +65,10 @@ class StatusServer:
                 except Exception as e:  # noqa: BLE001
                     self._send(500, json.dumps({"error": str(e)}).encode(), "application/json")
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        try:
+            self.httpd = ThreadingHTTPServer((host, port), Handler)
+        except OSError as e:
+            raise ConfigError(f"daemon.http_listen: cannot listen on {addr}: {e.strerror or e}") from None
         self.httpd.daemon_threads = True
         self.address = f"{host}:{self.httpd.server_address[1]}"
         self._t = threading.Thread(target=self.httpd.serve_forever, name="cuzk-http", daemon=True)
@@ -75,5 +78,6 @@ class StatusServer:
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
+        if self._t.is_alive():  # shutdown() waits for serve_forever, which never ran if not started
+            self.httpd.shutdown()
         self.httpd.server_close()

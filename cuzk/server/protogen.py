@@ -135,8 +135,6 @@ def ensure_generated() -> Path:
         raise
     data = (root / PROTO_REL).read_bytes()
     target = GEN_DIR if _writable(GEN_DIR) else _cache_dir(data)
-    if target == GEN_DIR and not _writable(GEN_DIR) and _fresh(GEN_DIR, data):
-        return GEN_DIR
     if _fresh(target, data):
         return target
     if target != GEN_DIR and _fresh(GEN_DIR, data):

@@ -2,7 +2,9 @@
 
 Errors answer with a status code and a one-line message: unknown circuit or job -> NOT_FOUND, a
 malformed request -> INVALID_ARGUMENT naming the field, queue full -> RESOURCE_EXHAUSTED, shutting down
--> UNAVAILABLE, a request_id reused for another request -> ALREADY_EXISTS, SRS in use -> FAILED_PRECONDITION.
+-> UNAVAILABLE, a request_id reused for another request -> ALREADY_EXISTS, SRS in use or a missing /
+corrupt key file -> FAILED_PRECONDITION, GPU out of memory -> RESOURCE_EXHAUSTED; any other failure is
+the daemon's, not the caller's: INTERNAL.
 A job that fails (violated constraint, missing input signal, ...) is not an RPC error: AwaitProof /
 Prove answer status FAILED with the message.
 """
@@ -28,6 +30,11 @@ _STATUS = {"COMPLETED": pb.COMPLETED, "FAILED": pb.FAILED, "CANCELLED": pb.CANCE
 _TIER = {"HOT": pb.HOT, "WARM": pb.WARM, "COLD": pb.COLD}
 
 
+def _is_gpu_oom(e: BaseException) -> bool:
+    # cuzk.gpu.runtime.GpuOutOfMemory imports only where CuPy exists: matched by name (or a marker)
+    return getattr(e, "resource_exhausted", False) or any(k.__name__ == "GpuOutOfMemory" for k in type(e).__mro__)
+
+
 def _rpc(fn):
     @functools.wraps(fn)
     def wrapper(self, request, context):
@@ -36,7 +43,10 @@ def _rpc(fn):
         except EngineError as e:
             context.abort(getattr(grpc.StatusCode, e.code), str(e))
         except CuzkError as e:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            if _is_gpu_oom(e):
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+            log.error("event=rpc_error rpc=%s error=%r", fn.__name__, str(e))
+            context.abort(grpc.StatusCode.INTERNAL, str(e))
         except Exception as e:
             log.exception("event=rpc_error rpc=%s", fn.__name__)
             context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
