@@ -134,7 +134,7 @@ def test_concurrent_clients_all_verified(shared, dev, tmp_path):
 
     with cf.ThreadPoolExecutor(len(jobs)) as ex:
         results = list(ex.map(one, jobs))
-    assert len(results) >= 16
+    assert len(results) == len(jobs) == 18
     for cid, w, res in results:
         assert res.status == "COMPLETED", res.error
         check_proof(vks[cid], res)
@@ -156,6 +156,7 @@ def test_inputs_json_wasm_and_snarkjs_verifies(shared, tmp_path):
     check_proof(formats.read_vk_json(EX / "verification_key.json"), res)
     (tmp_path / "proof.json").write_text(json.dumps(res.proof_json[0]))
     (tmp_path / "public.json").write_text(json.dumps([str(x) for x in res.public[0]]))
+    assert SNARKJS.exists(), "snarkjs is missing: run `npm ci` (the test command does)"
     out = subprocess.run([str(SNARKJS), "groth16", "verify", str(EX / "verification_key.json"),
                           str(tmp_path / "public.json"), str(tmp_path / "proof.json")],
                          capture_output=True, text=True, timeout=120)
@@ -241,8 +242,9 @@ def test_status_http_socket_mode_and_timeout(shared, dev):
     assert pbs.backend == "cpu" and pbs.gpus[0].ordinal == -1 and "CPU backend" in pbs.gpus[0].name
     assert {s.name for s in pbs.stages} == {"synthesis", "prover_queue", "proving", "finalizing"}
     assert pbs.uptime_seconds >= 0 and pbs.rss_bytes > 0 and pbs.working_memory_budget_bytes > 0
-    tiers = {s.circuit_id: s for s in pbs.loaded_srs}
-    assert tiers["h8"].tier == 0 and tiers["h8"].size_bytes > 0  # used above: HOT
+    c.preload("h8")  # this test's own state: HOT whatever ran before
+    tiers = {s.circuit_id: s for s in c.status()["_pb"].loaded_srs}
+    assert tiers["h8"].tier == 0 and tiers["h8"].size_bytes > 0
     circuits = {x["id"]: x for x in c.list_circuits()}
     assert circuits["h10"]["n_wires"] == 1013 and circuits["c10"]["params"] and circuits["example"]["wasm"]
     base = f"http://{d.http.address}"
@@ -254,11 +256,15 @@ def test_status_http_socket_mode_and_timeout(shared, dev):
     assert js["backend"] == "cpu" and "srs" in js and "queues" in js
     with pytest.raises(urllib.error.HTTPError):
         urllib.request.urlopen(base + "/nothing", timeout=10)
-    # AwaitProof's timeout works: a job that cannot finish in 1 ms answers TIMEOUT, then completes
-    j = c.submit("h10", witness=dev["h10"].witness(9))
-    r = c.await_proof(j.job_id, timeout_ms=1)
-    assert r.status in ("TIMEOUT", "COMPLETED")
-    assert c.await_proof(j.job_id).ok
+    # AwaitProof's timeout works: a job queued behind a blocker (a CRITICAL job that holds the one prover
+    # worker: it waits for its SRS entry, locked here) answers TIMEOUT, then completes
+    w10, wc = dev["h10"].witness(9), dev["c10"].witness(9)
+    with d.engine.srs._entry("c10").lock:
+        blocker = c.submit("c10", witness=wc, priority="critical")
+        j = c.submit("h10", witness=w10)
+        r = c.await_proof(j.job_id, timeout_ms=200)
+        assert r.status == "TIMEOUT" and r.job_id == j.job_id
+    assert c.await_proof(blocker.job_id).ok and c.await_proof(j.job_id).ok
 
 
 def test_cli_verbs_against_daemon(shared, dev, tmp_path, capsys):
@@ -293,7 +299,8 @@ SERIAL = {"synthesis.partition_workers": 1, "gpus.cpu_workers": 1, "pipeline.pro
 
 
 def test_strict_priority_order_under_load(dev):
-    with daemon(**SERIAL) as (d, c):
+    # one finalizer thread: completion order is dispatch order (with two, neighbours could swap)
+    with daemon(**SERIAL, **{"pipeline.finalizer_threads": 1}) as (d, c):
         c.register("big", dev["big"].r1cs, zkey=dev["big"].key)
         c.register("h8", dev["h8"].r1cs, zkey=dev["h8"].key)
         c.preload("big")
@@ -322,55 +329,81 @@ def test_strict_priority_order_under_load(dev):
         assert min(r.dispatch_order for _, _, r in res) > last_blocker.dispatch_order
 
 
-def test_batch_flush_by_size_timeout_and_preempt(dev):
-    with daemon(**{"scheduler.max_batch_size": 3, "scheduler.max_batch_wait_ms": 400}) as (d, c):
-        h8 = dev["h8"]
+def test_batch_flush_by_size_and_preempt(dev):
+    # a 2 s window: on a loaded CI machine the submits of one case always land inside it
+    h8 = dev["h8"]
+    ws = [h8.witness(s) for s in range(5)]  # precomputed: the submits follow each other quickly
+    with daemon(**{"scheduler.max_batch_size": 3, "scheduler.max_batch_wait_ms": 2000}) as (d, c):
         c.register("hb", h8.r1cs, zkey=h8.key, batchable=True)
         c.register("h8", h8.r1cs, zkey=h8.key)
         vk = vk_of(h8)
-        jobs = [c.submit("hb", witness=h8.witness(s)) for s in range(3)]
+        jobs = [c.submit("hb", witness=w) for w in ws[:3]]
         rs = [c.await_proof(j.job_id) for j in jobs]
         assert all(r.ok for r in rs)
         assert {r.batch_size for r in rs} == {3} and {r.batch_flush for r in rs} == {"size"}
         assert len({r.batch_id for r in rs}) == 1
         for r in rs:
             check_proof(vk, r)
-        t0 = time.monotonic()
-        jobs = [c.submit("hb", witness=h8.witness(10 + s)) for s in range(2)]
-        rs = [c.await_proof(j.job_id) for j in jobs]
-        assert {r.batch_size for r in rs} == {2} and {r.batch_flush for r in rs} == {"timeout"}
-        assert time.monotonic() - t0 >= 0.4 and min(r.timings["queue_wait_ms"] for r in rs) >= 350
-        lone = c.submit("hb", witness=h8.witness(20))
-        hi = c.submit("h8", witness=h8.witness(21), priority="high")
+        lone = c.submit("hb", witness=ws[3])
+        hi = c.submit("h8", witness=ws[4], priority="high")
         r = c.await_proof(lone.job_id)
-        assert r.ok and r.batch_flush == "preempt" and r.batch_size == 1 and r.timings["queue_wait_ms"] < 350
+        assert r.ok and r.batch_flush == "preempt" and r.batch_size == 1 and r.timings["queue_wait_ms"] < 1500
         assert c.await_proof(hi.job_id).ok
         m = c.metrics()
         assert metric(m, "cuzk_batches_total", reason="size") == 1
-        assert metric(m, "cuzk_batches_total", reason="timeout") == 1
         assert metric(m, "cuzk_batches_total", reason="preempt") == 1
+        assert metric(m, "cuzk_batches_total", reason="timeout") == 0
 
 
-def test_cancel_queued_and_in_flight(dev):
+def test_batch_flush_by_timeout(dev):
+    h8 = dev["h8"]
+    ws = [h8.witness(10 + s) for s in range(2)]
+    with daemon(**{"scheduler.max_batch_size": 3, "scheduler.max_batch_wait_ms": 500}) as (d, c):
+        c.register("hb", h8.r1cs, zkey=h8.key, batchable=True)
+        t0 = time.monotonic()
+        jobs = [c.submit("hb", witness=w) for w in ws]
+        rs = [c.await_proof(j.job_id) for j in jobs]
+        assert all(r.ok for r in rs)
+        assert {r.batch_size for r in rs} == {2} and {r.batch_flush for r in rs} == {"timeout"}
+        assert time.monotonic() - t0 >= 0.5 and min(r.timings["queue_wait_ms"] for r in rs) >= 450
+        assert metric(c.metrics(), "cuzk_batches_total", reason="timeout") == 1
+
+
+def test_cancel_queued_and_in_flight(dev, monkeypatch):
+    from cuzk.groth16 import prover as gprover
+
+    # the first partition is held inside prove_start until the cancel has arrived
+    started, go = threading.Event(), threading.Event()
+    real = gprover.prove_start
+
+    def gated(*a, **k):
+        started.set()
+        go.wait(30)
+        return real(*a, **k)
+
+    monkeypatch.setattr(gprover, "prove_start", gated)
     with daemon(**SERIAL) as (d, c):
         big, h8 = dev["big"], dev["h8"]
         c.register("big3", big.r1cs, zkey=big.key, partitions=3)
         c.register("h8", h8.r1cs, zkey=h8.key)
         c.preload("big3")
-        running = c.submit("big3", partitions=[big.witness(s) for s in range(3)])
-        queued = c.submit("h8", witness=h8.witness(1))
-        r = c.cancel(queued.job_id)
-        assert r == {"was_running": False, "cancelled": True, "status": "CANCELLED"}
-        assert c.await_proof(queued.job_id).status == "CANCELLED"
-        wait_for(lambda: c.status()["stages"]["proving"]["in_flight"] >= 1, what="first partition proving")
-        r = c.cancel(running.job_id)
+        try:
+            running = c.submit("big3", partitions=[big.witness(s) for s in range(3)])
+            queued = c.submit("h8", witness=h8.witness(1))
+            r = c.cancel(queued.job_id)
+            assert r == {"was_running": False, "cancelled": True, "status": "CANCELLED"}
+            assert c.await_proof(queued.job_id).status == "CANCELLED"
+            assert started.wait(30)
+            r = c.cancel(running.job_id)
+        finally:
+            go.set()
         assert r["was_running"] and r["cancelled"] and r["status"] == "CANCELLED"
         assert c.await_proof(running.job_id).status == "CANCELLED"
         # in-flight work stops at the next boundary: the pipeline empties, memory is returned
         wait_for(lambda: all(v["in_flight"] == 0 for v in c.status()["stages"].values())
                  and c.status()["memory"]["working_used"] == 0, what="pipeline drained")
         m = c.metrics()
-        assert metric(m, "cuzk_partitions_proved_total", circuit="big3") < 3
+        assert metric(m, "cuzk_partitions_proved_total", circuit="big3") == 0  # stopped at the finalizer
         assert metric(m, "cuzk_proofs_cancelled_total") == 2
         assert c.cancel(running.job_id)["cancelled"] is False
         res = c.prove("h8", witness=h8.witness(2))  # still serving
@@ -394,9 +427,12 @@ def test_srs_eviction_two_circuits_alternating(dev):
         vks = {"h10": vk_of(h10), "c10": vk_of(c10)}
         order = ["h10", "c10"] * 3
         for i, cid in enumerate(order):
+            before = {s["circuit_id"]: s["tier"] for s in c.status()["srs"]}
+            assert before[cid] == ("COLD" if i < 2 else "WARM")  # evicted by the other circuit's proof
+            loads = metric(c.metrics(), "cuzk_srs_loads_total", tier="HOT")
             res = c.prove(cid, witness=dev[cid].witness(30 + i))
             check_proof(vks[cid], res)
-            assert res.timings["srs_load_ms"] > 0  # promoted again each time
+            assert metric(c.metrics(), "cuzk_srs_loads_total", tier="HOT") == loads + 1  # promoted again
             st = {s["circuit_id"]: s for s in c.status()["srs"]}
             assert st[cid]["tier"] == "HOT" and st[cid]["ref_count"] == 0
             other = "c10" if cid == "h10" else "h10"
