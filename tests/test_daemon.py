@@ -290,6 +290,15 @@ def test_cli_verbs_against_daemon(shared, dev, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["backend"] == "cpu"
     assert main(["await", "nope", *addr]) == 2
     assert "NOT_FOUND" in capsys.readouterr().err
+    # a job that has not finished (TIMEOUT) or was cancelled is not an invalid proof (1): exit 3
+    with d.engine.srs._entry("h8").lock:  # holds the job in the pipeline
+        assert main(["submit", "h8", dev["h8"].wtns, *addr]) == 0
+        job = capsys.readouterr().out.strip()
+        assert main(["await", job, "--timeout-ms", "100", *addr]) == 3
+        assert "TIMEOUT" in capsys.readouterr().err
+        assert main(["cancel", job, *addr]) == 0
+        assert main(["await", job, *addr]) == 3
+        assert "CANCELLED" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 Verbs follow snarkjs' argument order where they overlap, so one tool can stand in for the other:
 ``cuzk prove ZKEY WTNS PROOF PUBLIC`` and ``cuzk verify VKEY PUBLIC PROOF``.
 
-Exit status: 0 success; 1 a proof that does not verify or a witness that violates the circuit;
-2 bad input or usage (a one-line message on stderr, never a traceback).
+Exit status: 0 success; 1 a proof that does not verify or a witness that violates the circuit (a
+daemon job that FAILED); 2 bad input or usage (a one-line message on stderr, never a traceback); 3 a
+daemon job that has not finished (``--timeout-ms`` passed: TIMEOUT) or was cancelled (``await``,
+``prove-remote``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 
 from .. import CuzkError, __version__
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_UNFINISHED = 0, 1, 2, 3
 
 
 def _err(msg: str) -> None:
@@ -405,7 +407,7 @@ def _report(a, res) -> int:
             _print_timings(res.timings)
         return EXIT_OK
     _err(f"job {res.job_id}: {res.status}" + (f": {res.error}" if res.error else ""))
-    return EXIT_INVALID
+    return EXIT_UNFINISHED if res.status in ("TIMEOUT", "CANCELLED") else EXIT_INVALID
 
 
 def cmd_await(a) -> int:
@@ -565,7 +567,8 @@ def build_parser() -> argparse.ArgumentParser:
     client_opts(s)
     s.set_defaults(fn=cmd_submit)
 
-    s = sub.add_parser("await", help="wait for a job: cuzk await JOB_ID [--proof F --public F]")
+    s = sub.add_parser("await", help="wait for a job: cuzk await JOB_ID [--proof F --public F] "
+                                     "(exit 3: TIMEOUT or CANCELLED)")
     s.add_argument("job_id")
     result_opts(s)
     client_opts(s)
