@@ -301,6 +301,25 @@ def test_cli_verbs_against_daemon(shared, dev, tmp_path, capsys):
         assert "CANCELLED" in capsys.readouterr().err
 
 
+def test_cuzk_bench_against_daemon(shared, dev, capsys):
+    from cuzk.bench.main import main as bench
+
+    d, c = shared
+    addr = ["--addr", d.address]
+    assert bench([*addr, "single", "h8", str(dev["h8"].wtns)]) == 0
+    out = capsys.readouterr().out
+    assert "status:  COMPLETED" in out and "proof:   192 bytes" in out and "timings: total=" in out
+    assert bench([*addr, "batch", "h8", str(dev["h8"].wtns), "-c", "4", "-j", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "4 completed, 0 failed" in out and "proofs/s" in out and out.count("] COMPLETED") == 4
+    assert bench([*addr, "preload", "h8"]) == 0
+    assert "h8 already loaded" in capsys.readouterr().out
+    assert bench([*addr, "metrics"]) == 0
+    assert "cuzk_" in capsys.readouterr().out
+    assert bench([*addr, "single", "nope", str(dev["h8"].wtns)]) == 2
+    assert "NOT_FOUND" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------------------------
 # scheduler behaviour (dedicated daemons: one synthesis worker, one prover, queue depth 1)
 

@@ -1,0 +1,1 @@
+"""cuzk-bench: load and timing tool for a running proving daemon."""
