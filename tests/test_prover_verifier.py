@@ -131,12 +131,31 @@ def test_off_curve_point_rejected_at_decode():
         pts.g2_from_ints(g2[0], g2[1], g2[2], (g2[3] + 1) % Q)
 
 
+def test_porep_shape_statistics():
+    """The PoRep-shaped generator matches the Filecoin partition's statistics it claims."""
+    from cuzk.field import fr as _fr
+
+    c = synthetic.make("porep", 20000, seed=5)
+    p = c.pce
+    m = p.n_constraints
+    assert (p.A.nnz / m, p.B.nnz / m) == (2.35, 1.0) and abs(p.C.nnz / m - 2.05) < 1e-9
+    assert 0.20 <= p.B.column_density().mean() <= 0.30
+    assert p.A.column_density().mean() >= 0.7
+    vals = _fr.to_ints(c.witness[p.n_public + 1 :])
+    assert 0.72 <= sum(v in (0, 1) for v in vals) / len(vals) <= 0.85
+    assert p.unsatisfied(c.witness).size == 0
+    d = synthetic.make("dense", 2000, seed=5)
+    assert d.pce.unsatisfied(d.witness).size == 0
+    dv = _fr.to_ints(d.witness[d.pce.n_public + 1 :])
+    assert sum(v in (0, 1) for v in dv) <= 2  # random full-size values, not bits
+
+
 def test_synthetic_circuits_prove(tmp_path):
-    for shape in ("chain", "hash"):
-        c = synthetic.make(shape, synthetic.fit_domain(shape, 7))
+    for shape in ("chain", "hash", "porep", "dense"):
+        c = synthetic.make(shape, synthetic.fit_domain(shape, 9 if shape in ("porep", "dense") else 7))
         assert c.pce.unsatisfied(c.witness).size == 0
         pk = setup.setup(c.pce, quiet=True)
-        assert pk.domain_log == 7
+        assert pk.domain_log == (9 if shape in ("porep", "dense") else 7)
         res = prover.prove(pk, c.witness)
         assert verifier.verify(pk.vk, res.public, res.proof)
 

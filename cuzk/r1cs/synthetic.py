@@ -183,10 +183,10 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
     # pack row j packs outputs (7j + t) mod 13 of the block's xor/and rows (all of them get packed)
     logic_pos = [i for i, k in enumerate(kinds) if k in ("xor", "and")]
     pack_pos = [i for i, k in enumerate(kinds) if k == "pack"]
-    pack_ops = np.zeros((blocks, len(kinds), _PACK_BITS), dtype=np.int64)
-    for j, i in enumerate(pack_pos):
-        for t in range(_PACK_BITS):
-            pack_ops[:, i, t] = out_wire[:, logic_pos[(_PACK_BITS * j + t) % len(logic_pos)]]
+
+    def pack_col(i: int, t: int) -> np.ndarray:
+        """Wire of bit t packed by the pack row at block position i (a column of out_wire, no copy)."""
+        return out_wire[:, logic_pos[(_PACK_BITS * pack_pos.index(i) + t) % len(logic_pos)]]
     # bool rows check the output of the xor row at the same offset within the block
     checked = out_wire[:, [i for i, k in enumerate(kinds) if k == "xor"][:3]]
 
@@ -216,7 +216,7 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
             else:
                 acc = fr.zeros(blocks)
                 for j in range(_PACK_BITS):
-                    acc = fr.add(acc, fr.scale(w[pack_ops[:, i, j]], 1 << j))
+                    acc = fr.add(acc, fr.scale(w[pack_col(i, j)], 1 << j))
                 w[o] = acc
         else:
             if k == "xor":
@@ -224,7 +224,7 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
             elif k == "and":
                 w_int[o] = w_int[a] & w_int[b]
             elif k == "pack":
-                w_int[o] = (w_int[pack_ops[:, i, :]] << np.arange(_PACK_BITS)).sum(axis=1)
+                w_int[o] = sum(w_int[pack_col(i, t)] << t for t in range(_PACK_BITS))
         if k == "bool":
             bool_i += 1
     if not dense:
@@ -255,7 +255,7 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
                 ent = [[(zero_col, one), (c, minus1)], [(c, one)], ([(o, one)] if dense else [])][which]
             else:
                 if which == 0:
-                    ent = [(pack_ops[:, i, j], coefs_pack[j]) for j in range(_PACK_BITS)]
+                    ent = [(pack_col(i, j), coefs_pack[j]) for j in range(_PACK_BITS)]
                 else:
                     ent = [[(np.zeros(blocks, dtype=np.int64), one)], [(o, one)]][which - 1]
             for col, val in ent:
