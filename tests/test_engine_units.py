@@ -563,3 +563,34 @@ def test_duplicate_lookup_while_stopping_is_unavailable(engines):
 def test_max_message_bytes_auto_is_rejected_at_load():
     with pytest.raises(ConfigError, match="daemon.max_message_bytes"):
         load_config(text='[daemon]\nmax_message_bytes = "auto"\n')
+
+
+def test_gpu_affinity_config_and_prover_queue_eligibility():
+    """gpus.affinity: parsed per ordinal, and a worker only takes items its device may prove (in priority
+    order among those), while another device's worker takes the rest."""
+    from cuzk.engine.config import ConfigError, parse_affinity
+    from cuzk.engine.scheduler import ProverQueue, WorkItem
+
+    aff = parse_affinity({"0": "a", "1": "any", "2": ["a", "b"]}, "test")
+    assert aff == {0: frozenset({"a"}), 1: None, 2: frozenset({"a", "b"})}
+    for bad in ({"x": "a"}, {"-1": "a"}, {"0": 3}, {"0": []}):
+        with pytest.raises(ConfigError):
+            parse_affinity(bad, "test")
+
+    class _C:
+        def __init__(self, cid):
+            self.id = cid
+
+    class _J:
+        def __init__(self, cid):
+            self.circuit = _C(cid)
+
+    q = ProverQueue(8, affinity=True)
+    items = [WorkItem((-2, i, 0, 0), _J(cid), 0) for i, cid in enumerate(["b", "a", "b", "a"])]
+    for it in items:
+        assert q.put(it)
+    only_a = lambda it: it.job.circuit.id == "a"  # noqa: E731
+    got = [q.get(allowed=only_a), q.get(allowed=only_a)]
+    assert [it.key[1] for it in got] == [1, 3]  # the a-items, in order, skipping earlier b-items
+    assert [q.get().key[1] for _ in range(2)] == [0, 2]  # an "any" device takes what is left
+    assert len(q) == 0

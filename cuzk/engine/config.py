@@ -26,7 +26,7 @@ class ConfigError(CuzkError):
 PRIORITIES = {"low": 1, "normal": 2, "high": 3, "critical": 4}
 PRIORITY_NAMES = {v: k.upper() for k, v in PRIORITIES.items()}
 
-# (section, key, default, kind, doc). kind: str, int, bool, size, duration, list, float, priority
+# (section, key, default, kind, doc). kind: str, int, bool, size, duration, list, table, float, priority
 SCHEMA: list[tuple[str, str, object, str, str]] = [
     ("daemon", "listen", "", "str",
      'gRPC endpoint: "unix:///path/cuzk.sock" (socket file mode 0600) or "host:port" / "tcp://host:port". '
@@ -47,6 +47,9 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
      '"auto" = a quarter of the machine\'s memory'),
     ("gpus", "backend", "auto", "str", '"auto" (GPU when one is visible, else CPU), "gpu" or "cpu"'),
     ("gpus", "devices", [], "list", "GPU ordinals to use; [] = every visible GPU"),
+    ("gpus", "affinity", {}, "table",
+     'which circuits each GPU proves, e.g. {0 = "circuit-a", 1 = "any"} or {0 = ["a", "b"]}; a GPU not '
+     'named takes any circuit; ignored on the CPU backend'),
     ("gpus", "gpu_workers_per_device", 2, "int",
      "prover workers per GPU (one runs kernels while the other prepares; kernels are serialized per device)"),
     ("gpus", "cpu_workers", 1, "int",
@@ -145,6 +148,23 @@ def parse_priority(v, where: str) -> int:
     raise ConfigError(f"{where}: expected a priority (low, normal, high, critical), got {v!r}")
 
 
+def parse_affinity(table: dict, where: str) -> dict[int, frozenset[str] | None]:
+    """{ordinal: allowed circuit ids, or None for "any"} from the TOML table (keys are strings there)."""
+    out: dict[int, frozenset[str] | None] = {}
+    for k, v in table.items():
+        try:
+            o = int(k)
+        except (TypeError, ValueError):
+            o = -1
+        if o < 0 or isinstance(k, bool):
+            raise ConfigError(f"{where}: key {k!r} is not a GPU ordinal (an integer >= 0)")
+        ids = [v] if isinstance(v, str) else v
+        if not isinstance(ids, list) or not ids or not all(isinstance(x, str) and x for x in ids):
+            raise ConfigError(f"{where}.{k}: expected \"any\", a circuit id or a list of circuit ids, got {v!r}")
+        out[o] = None if "any" in ids else frozenset(ids)
+    return out
+
+
 def _convert(kind: str, v, where: str):
     if kind == "str":
         if not isinstance(v, str):
@@ -162,6 +182,10 @@ def _convert(kind: str, v, where: str):
         if not isinstance(v, list):
             raise ConfigError(f"{where}: expected a list, got {v!r}")
         return list(v)
+    if kind == "table":
+        if not isinstance(v, dict):
+            raise ConfigError(f"{where}: expected a table like {{0 = \"circuit-a\", 1 = \"any\"}}, got {v!r}")
+        return dict(v)
     if kind == "size":
         return parse_size(v, where)
     if kind == "duration":
@@ -329,6 +353,7 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
     for dev in sections["gpus"]["devices"]:
         if isinstance(dev, bool) or not isinstance(dev, int) or dev < 0:
             raise ConfigError(f"{where}: gpus.devices: expected GPU ordinals (integers >= 0), got {dev!r}")
+    sections["gpus"]["affinity"] = parse_affinity(sections["gpus"]["affinity"], f"{where}: gpus.affinity")
     for cid in sections["srs"]["preload"]:
         if not isinstance(cid, str):
             raise ConfigError(f"{where}: srs.preload: expected circuit ids (strings), got {cid!r}")
@@ -355,6 +380,8 @@ def _toml_value(v) -> str:
         return str(v)
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

@@ -139,6 +139,7 @@ class _Device:
         self.kind = kind  # "cpu" | "gpu"
         self.lock = threading.Lock()  # GPU: serializes kernels on the device
         self.final_slots: threading.BoundedSemaphore | None = None  # set by the engine (finalizer_threads)
+        self.allowed: frozenset[str] | None = None  # gpus.affinity: circuits this device proves (None: any)
         self.active = 0
         self.busy_s = 0.0
         self._since = 0.0
@@ -250,6 +251,8 @@ class Engine:
             self.backend_name = "gpu"
             self.backend = gprover.get_backend("gpu")
             self.devices = [_Device(f"gpu:{o}", o, "gpu") for o in ords]
+            for d in self.devices:
+                d.allowed = cfg.gpus.affinity.get(d.ordinal)
             per = max(1, cfg.gpus.gpu_workers_per_device)
         else:
             self.backend_name = "cpu"
@@ -453,6 +456,9 @@ class Engine:
             raise Unavailable("the daemon is shutting down; submit again after it restarts")
         for _attempt in range(3):
             c = self.circuit(circuit_id)
+            if not any(d.allowed is None or c.id in d.allowed for d in self.devices):
+                raise FailedPrecondition(f"circuit {c.id!r}: no device may prove it (gpus.affinity names it for none of "
+                                         f"{', '.join(d.name for d in self.devices)})")
             if not payloads:
                 raise InvalidArgument(f"partitions: no witness or inputs_json given (circuit {c.id!r} takes "
                                       f"{c.partitions} partition{'s' * (c.partitions != 1)})")
@@ -657,8 +663,9 @@ class Engine:
         def resident(it):
             return dev.name in self.srs.resident_devices(it.job.circuit.id)
 
+        allowed = None if dev.allowed is None else (lambda it: it.job.circuit.id in dev.allowed)
         while True:
-            item = self.prover_queue.get(resident)
+            item = self.prover_queue.get(resident, allowed)
             if item is None:
                 return
             job, part = item.job, item.job.parts[item.part]
@@ -1006,11 +1013,14 @@ class Engine:
 
     # -- SRS ------------------------------------------------------------------------------------------
     def _pick_device(self, cid: str) -> _Device:
+        """Where to make ``cid`` HOT: a device that already holds it, else the least loaded one that
+        may prove it (gpus.affinity)."""
+        ok = [d for d in self.devices if d.allowed is None or cid in d.allowed] or self.devices
         res = set(self.srs.resident_devices(cid))
-        for d in self.devices:
+        for d in ok:
             if d.name in res:
                 return d
-        return min(self.devices, key=lambda d: self.srs.hot_used(d.name))
+        return min(ok, key=lambda d: self.srs.hot_used(d.name))
 
     def preload(self, cid: str) -> tuple[bool, float, int]:
         self.circuit(cid)

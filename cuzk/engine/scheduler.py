@@ -222,28 +222,35 @@ class ProverQueue:
             self.cv.notify_all()
             return True
 
-    def get(self, resident=lambda item: False) -> WorkItem | None:
+    def get(self, resident=lambda item: False, allowed=None) -> WorkItem | None:
+        """The next item in priority order that ``allowed`` accepts (None: any), preferring, within
+        the best priority class present, one whose SRS is ``resident`` on the caller's device."""
         with self.cv:
             while True:
                 if self.closed:  # stopping: what is left stays journaled and runs after a restart
                     return None
-                if self._items:
-                    best = self._items[0].key[0]
-                    pick = None
-                    for it in (sorted(self._items) if self.affinity else ()):
-                        if it.key[0] != best:
-                            break
-                        if resident(it):
-                            pick = it
-                            break
-                    if pick is None:
-                        pick = heapq.heappop(self._items)
-                    else:
-                        self._items.remove(pick)
-                        heapq.heapify(self._items)
+                pick = self._pick(resident, allowed)
+                if pick is not None:
                     self.cv.notify_all()
                     return pick
-                self.cv.wait()
+                self.cv.wait(0.5 if allowed is not None else None)
+
+    def _pick(self, resident, allowed) -> WorkItem | None:
+        """Caller holds cv."""
+        if not self._items:
+            return None
+        if not self.affinity and allowed is None:
+            return heapq.heappop(self._items)
+        candidates = [it for it in sorted(self._items) if allowed is None or allowed(it)]
+        if not candidates:
+            return None
+        best = candidates[0].key[0]
+        pick = candidates[0]
+        if self.affinity:
+            pick = next((it for it in candidates if it.key[0] == best and resident(it)), pick)
+        self._items.remove(pick)
+        heapq.heapify(self._items)
+        return pick
 
     def __len__(self) -> int:
         with self.cv:
