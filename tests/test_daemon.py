@@ -320,6 +320,33 @@ def test_cuzk_bench_against_daemon(shared, dev, capsys):
     assert "NOT_FOUND" in capsys.readouterr().err
 
 
+def test_timeline_file_utilization_and_plot(dev, tmp_path, capsys):
+    from cuzk.bench.main import main as bench
+    from cuzk.engine import timeline as tl
+
+    tfile = tmp_path / "timeline.csv"
+    with daemon(**{"logging.timeline": str(tfile)}) as (d, c):
+        c.register("h8", dev["h8"].r1cs, zkey=dev["h8"].key)
+        wt = Path(dev["h8"].wtns).read_bytes()
+        with cf.ThreadPoolExecutor(3) as ex:
+            results = list(ex.map(lambda _: c.prove("h8", witness=wt), range(6)))
+        assert all(r.ok for r in results)
+    lines = tfile.read_text().splitlines()
+    events = [ln.split(",")[2] for ln in lines]
+    for ev in ("SUBMIT", "SYNTH_START", "SYNTH_END", "PROVE_START", "PROVE_END", "FINALIZE_START", "FINALIZE_END", "DONE"):
+        assert events.count(ev) == 6, (ev, events.count(ev))
+    an = tl.analyze(lines)
+    assert set(an.device_utilization) == {"cpu"}
+    assert 0.0 < an.device_utilization["cpu"] <= 1.0
+    assert len(an.job_latency_ms) == 6 and all(v > 0 for v in an.job_latency_ms.values())
+    png = tmp_path / "t.png"
+    assert bench(["timeline", str(tfile), "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "6 synthesized, 6 proved, 6 finalized" in out and "cpu: busy" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert bench(["timeline", str(tmp_path / "missing.csv")]) == 2
+
+
 # ---------------------------------------------------------------------------------------------
 # scheduler behaviour (dedicated daemons: one synthesis worker, one prover, queue depth 1)
 

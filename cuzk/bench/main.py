@@ -3,6 +3,7 @@
     cuzk-bench single CIRCUIT INPUT [INPUT ...]          one Prove; timings and the proof
     cuzk-bench batch CIRCUIT INPUT -c COUNT -j CONC      COUNT Proves, CONC at a time; throughput
     cuzk-bench status | metrics | preload CIRCUIT
+    cuzk-bench timeline FILE [--png OUT.png]             utilization per device, waterfall plot
 
 INPUT is a .wtns witness or an inputs .json file, one per partition of the circuit. Every proof the
 daemon returns is checked: a batch with any failed job exits 1. The daemon address comes from --addr or
@@ -118,6 +119,31 @@ def cmd_preload(a) -> int:
     return EXIT_OK
 
 
+def cmd_timeline(a) -> int:
+    from ..engine import timeline as tl
+
+    try:
+        with open(a.file) as fh:
+            lines = fh.readlines()
+    except OSError as e:
+        raise CuzkError(f"{a.file}: cannot read: {e.strerror}") from None
+    an = tl.analyze(lines)
+    if not an.intervals:
+        raise CuzkError(f"{a.file}: no TIMELINE events (set logging.timeline in the daemon config, or CUZK_TIMELINE=1)")
+    kinds = {k: sum(1 for iv in an.intervals if iv.kind == k) for k in ("SYNTH", "PROVE", "FINALIZE")}
+    print(f"span {an.span_ms / 1e3:.3f} s; partitions: {kinds['SYNTH']} synthesized, {kinds['PROVE']} proved, "
+          f"{kinds['FINALIZE']} finalized; mean synthesis concurrency {an.mean_synthesis_concurrency:.2f}")
+    for d, u in an.device_utilization.items():
+        print(f"  {d}: busy {an.device_busy_ms[d] / 1e3:.3f} s = {100 * u:.1f}% of the span")
+    if an.job_latency_ms:
+        lat = sorted(an.job_latency_ms.values())
+        print(f"  jobs: {len(lat)}, latency p50 {statistics.median(lat) / 1e3:.3f} s, max {lat[-1] / 1e3:.3f} s")
+    if a.png:
+        tl.plot(an, a.png)
+        print(f"wrote {a.png}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cuzk-bench", description="load and timing tool for a running cuzk daemon")
     p.add_argument("-a", "--addr", default=None, help="daemon address (unix:///path or host:port; default $CUZK_ADDR)")
@@ -140,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_status)
     s = sub.add_parser("metrics", help="Prometheus metrics text")
     s.set_defaults(fn=cmd_metrics)
+    s = sub.add_parser("timeline", help="device utilization and a waterfall PNG from a daemon's TIMELINE file")
+    s.add_argument("file", help="the daemon's logging.timeline file (or a log with TIMELINE lines)")
+    s.add_argument("--png", help="write the waterfall plot here (needs matplotlib: pip install -e '.[plot]')")
+    s.set_defaults(fn=cmd_timeline)
     s = sub.add_parser("preload", help="load a circuit's SRS into the HOT tier")
     s.add_argument("circuit")
     s.set_defaults(fn=cmd_preload)

@@ -86,6 +86,9 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
     ("logging", "level", "info", "str", "debug, info, warning, error"),
     ("logging", "format", "kv", "str", '"kv" (key=value) or "json" (one object per line)'),
     ("logging", "file", "", "str", 'log file; "" = stderr'),
+    ("logging", "timeline", "", "str",
+     'file that receives one TIMELINE CSV line per pipeline event (cuzk-bench timeline reads it); "" = off '
+     "(CUZK_TIMELINE=1 also writes them to stderr)"),
 ]
 
 CIRCUIT_KEYS: list[tuple[str, object, str, str]] = [
@@ -334,7 +337,8 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
         sections[s][k] = _convert(spec[3], v, dotted)
     # paths relative to the config file
     if base is not None:
-        for s, k in (("daemon", "state_dir"), ("srs", "param_cache"), ("journal", "path"), ("logging", "file")):
+        for s, k in (("daemon", "state_dir"), ("srs", "param_cache"), ("journal", "path"), ("logging", "file"),
+                     ("logging", "timeline")):
             v = sections[s][k]
             if v and not os.path.isabs(os.path.expanduser(v)):
                 sections[s][k] = str(base / v)

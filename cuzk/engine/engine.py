@@ -64,6 +64,7 @@ from .journal import Journal
 from .metrics import Metrics
 from .registry import Circuit, same_spec
 from .scheduler import ProverQueue, Scheduler, WorkItem
+from .timeline import Timeline
 
 log = logging.getLogger("cuzk.engine")
 
@@ -184,6 +185,7 @@ class Engine:
         self.config = config or load_config()
         cfg = self.config
         self.metrics = Metrics()
+        self.timeline = Timeline(cfg.logging.timeline)
         self.started_mono = time.monotonic()
         self.started_wall = time.time()
         self._lock = threading.RLock()
@@ -345,6 +347,7 @@ class Engine:
             j.done.set()  # wake awaiters; they answer UNAVAILABLE
         if clean:
             self.journal.close()
+            self.timeline.close()
         return clean
 
     # -- circuits -----------------------------------------------------------------------------------
@@ -519,6 +522,7 @@ class Engine:
                 self._by_request[request_id] = job_id
             pos = self._position(job)
         self.metrics.submitted.labels(circuit=c.id).inc()
+        self.timeline.event("SUBMIT", job.job_id, detail=c.id)
         self.scheduler.push_job(job, c.spec.batchable)
         return job, pos
 
@@ -606,9 +610,12 @@ class Engine:
             if not live:
                 self._part_dropped(item)
                 continue
+            self.timeline.event("SYNTH_START", job.job_id, part.index)
             try:
                 self._synthesize(item, check, first)
+                self.timeline.event("SYNTH_END", job.job_id, part.index)
             except Exception as e:
+                self.timeline.event("SYNTH_END", job.job_id, part.index, detail="failed")
                 if isinstance(e, JobFailure):
                     msg = str(e)
                 else:
@@ -716,9 +723,17 @@ class Engine:
                 import cupy
 
                 with dev.lock, cupy.cuda.Device(dev.ordinal):
-                    pending = gprover.prove_start(pk, item.witness, self.backend, label=timer.label, timer=timer)
+                    self.timeline.event("PROVE_START", job.job_id, part.index, dev.name)
+                    try:
+                        pending = gprover.prove_start(pk, item.witness, self.backend, label=timer.label, timer=timer)
+                    finally:
+                        self.timeline.event("PROVE_END", job.job_id, part.index, dev.name)
             else:
-                pending = gprover.prove_start(pk, item.witness, self.backend, label=timer.label, timer=timer)
+                self.timeline.event("PROVE_START", job.job_id, part.index, dev.name)
+                try:
+                    pending = gprover.prove_start(pk, item.witness, self.backend, label=timer.label, timer=timer)
+                finally:
+                    self.timeline.event("PROVE_END", job.job_id, part.index, dev.name)
             item.extra["start_ms"] = (time.perf_counter() - t0) * 1e3
             worker.started += 1
             if self.stopped.is_set():  # the drain deadline passed: the finalizers are gone; runs after a restart
@@ -794,7 +809,11 @@ class Engine:
                     pass
             else:
                 t0 = time.perf_counter()
-                res = self._prove_finish(item, pending, dev)
+                self.timeline.event("FINALIZE_START", job.job_id, part.index, dev.name)
+                try:
+                    res = self._prove_finish(item, pending, dev)
+                finally:
+                    self.timeline.event("FINALIZE_END", job.job_id, part.index, dev.name)
                 finish_ms = (time.perf_counter() - t0) * 1e3
         finally:
             self._release_proof(job, dev)
@@ -920,6 +939,7 @@ class Engine:
         if state != COMPLETED:
             self.scheduler.drop_job(job)
         now = time.time()
+        self.timeline.event("DONE", job.job_id, detail=state)
         rec = self._record(job, state, now, error)
         try:
             self.journal.finish(job.job_id, state, now, result=rec, error=error or None)
