@@ -154,9 +154,8 @@ def plot(a: Analysis, path: str, title: str = "cuzk pipeline timeline") -> None:
     util = ", ".join(f"{d} {100 * u:.0f}%" for d, u in a.device_utilization.items())
     ax.set_title(f"{title}\ndevice utilization: {util or 'n/a'}")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
-    ax.legend(handles, ["synthesis", "device (prove_start)", "finalize"], loc="upper center",
-              bbox_to_anchor=(0.5, -0.18), ncol=3, frameon=False)
+    fig.legend(handles, ["synthesis", "device (prove_start)", "finalize"], loc="lower center", ncol=3, frameon=False)
     ax.invert_yaxis()
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
