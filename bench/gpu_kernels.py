@@ -171,6 +171,9 @@ def main() -> int:
         vb = device_bases(1, 1 << a.variant_log)
         vs = device_scalars(1 << a.variant_log, "random")
         vbits = device_scalars(1 << a.variant_log, "bits")
+        g2_log = a.variant_log - 2
+        vb2 = device_bases(2, 1 << g2_log)
+        vs2 = device_scalars(1 << g2_log, "random")
         best = None
         for spec in a.variants:
             name, _, defs = spec.partition(":")
@@ -179,18 +182,21 @@ def main() -> int:
             rate = mul_probe("fq")
             t_rand = statistics.median(timed(lambda: gmsm.msm(1, vb, vs), 3))
             t_bits = statistics.median(timed(lambda: gmsm.msm(1, vb, vbits), 3))
+            t_g2 = statistics.median(timed(lambda: gmsm.msm(2, vb2, vs2), 3))
             d = gntt.domain(24)
             x = device_scalars(1 << 24, "random")
             t_ntt = statistics.median(timed(lambda: d.ntt(x), 3))
             gntt._domain_cached.cache_clear()
-            ok = check_against_cpu(1, 12)
+            ok = check_against_cpu(1, 12) and check_against_cpu(2, 10)
             rows.append({"kind": "variant", "name": name, "defines": defines, "fq_mul_per_s": rate, "g1_random_s": t_rand,
-                         "g1_bits_s": t_bits, "ntt24_s": t_ntt, "log_n": a.variant_log, "correct": ok})
+                         "g1_bits_s": t_bits, "g2_random_s": t_g2, "g2_log_n": g2_log, "ntt24_s": t_ntt,
+                         "log_n": a.variant_log, "correct": ok})
             print(f"variant {name:<14} fq mul {rate / 1e9:6.2f} G/s  G1 2^{a.variant_log} random {t_rand * 1e3:8.2f} ms  "
-                  f"bits {t_bits * 1e3:7.2f} ms  NTT 2^24 {t_ntt * 1e3:6.2f} ms  correct {ok}", flush=True)
-            if ok and (best is None or t_rand < best[0]):
-                best = (t_rand, defines, name)
-        vb = vs = vbits = None
+                  f"bits {t_bits * 1e3:7.2f} ms  G2 2^{g2_log} {t_g2 * 1e3:8.2f} ms  NTT 2^24 {t_ntt * 1e3:6.2f} ms  "
+                  f"correct {ok}", flush=True)
+            if ok and (best is None or t_rand + t_g2 < best[0]):  # one module serves both groups
+                best = (t_rand + t_g2, defines, name)
+        vb = vs = vbits = vb2 = vs2 = None
         runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = best[1]
         print(f"using variant {best[2]}", flush=True)
         rows.append({"kind": "chosen variant", "name": best[2], "defines": best[1]})

@@ -339,3 +339,34 @@ __device__ __forceinline__ Fq fone(Fq) { return Fq::one(); }
 __device__ __forceinline__ Fq2 fone(Fq2) { return Fq2::one(); }
 __device__ __forceinline__ Fq fzero(Fq) { return Fq::zero(); }
 __device__ __forceinline__ Fq2 fzero(Fq2) { return Fq2::zero(); }
+
+// Fq2i: the same element as Fq2 (identical layout) with the multiply and square inlined. Only the hot
+// G2 loops use it (CUZK_G2_INLINE): there the call to the out-of-line Fq2 multiply passes its operands
+// through the stack (887 local-memory instructions in g2_accumulate, cuobjdump), while inlining it
+// everywhere made the module too slow to compile.
+struct Fq2i {
+    Fq c0, c1;
+    __device__ __forceinline__ static Fq2i zero() { return {Fq::zero(), Fq::zero()}; }
+    __device__ __forceinline__ static Fq2i one() { return {Fq::one(), Fq::zero()}; }
+    __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    __device__ __forceinline__ bool operator==(const Fq2i& o) const { return c0 == o.c0 && c1 == o.c1; }
+};
+__device__ __forceinline__ Fq2i fadd(const Fq2i& a, const Fq2i& b) { return {add<FqTag>(a.c0, b.c0), add<FqTag>(a.c1, b.c1)}; }
+__device__ __forceinline__ Fq2i fsub(const Fq2i& a, const Fq2i& b) { return {sub<FqTag>(a.c0, b.c0), sub<FqTag>(a.c1, b.c1)}; }
+__device__ __forceinline__ Fq2i fneg(const Fq2i& a) { return {neg<FqTag>(a.c0), neg<FqTag>(a.c1)}; }
+__device__ __forceinline__ Fq2i fmul(const Fq2i& a, const Fq2i& b) {
+    Fq t0 = mul<FqTag>(a.c0, b.c0);
+    Fq t1 = mul<FqTag>(a.c1, b.c1);
+    Fq t2 = mul<FqTag>(add<FqTag>(a.c0, a.c1), add<FqTag>(b.c0, b.c1));
+    return {sub<FqTag>(t0, t1), sub<FqTag>(sub<FqTag>(t2, t0), t1)};
+}
+__device__ __forceinline__ Fq2i fsqr(const Fq2i& a) {
+    Fq t = mul<FqTag>(a.c0, a.c1);
+    return {mul<FqTag>(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(t, t)};
+}
+__device__ __forceinline__ Fq2i finv(const Fq2i& a) {
+    Fq2 r = inverse(Fq2{a.c0, a.c1});
+    return {r.c0, r.c1};
+}
+__device__ __forceinline__ Fq2i fone(Fq2i) { return Fq2i::one(); }
+__device__ __forceinline__ Fq2i fzero(Fq2i) { return Fq2i::zero(); }

@@ -22,9 +22,18 @@
 #define CUZK_ACC_MINB 3
 #endif
 #if CUZK_ACC_MINB
-#define ACC_BOUNDS __launch_bounds__(128, CUZK_ACC_MINB)
+#define ACC_BOUNDS_G1 __launch_bounds__(128, CUZK_ACC_MINB)
 #else
-#define ACC_BOUNDS
+#define ACC_BOUNDS_G1
+#endif
+// G2's accumulator is twice as large: its own knob (default: the same as G1's)
+#ifndef CUZK_ACC2_MINB
+#define CUZK_ACC2_MINB CUZK_ACC_MINB
+#endif
+#if CUZK_ACC2_MINB
+#define ACC_BOUNDS_G2 __launch_bounds__(128, CUZK_ACC2_MINB)
+#else
+#define ACC_BOUNDS_G2
 #endif
 
 __device__ __forceinline__ bool fr_is_canonical_one(const Fr& s) {
@@ -313,10 +322,12 @@ extern "C" __global__ void fr_mul_probe(Fr* data, int iters) { mul_probe<FrTag>(
 // ------------------------------------------------------------------------------------------------
 // entry points, one set per group; G2 uses smaller blocks for its 2x larger points in shared memory
 
-#define MSM_ENTRY_POINTS(G, F, RBLOCK)                                                                                       \
-    extern "C" __global__ void ACC_BOUNDS G##_accumulate(const Affine<F>* bases, const u32* entries, const u32* item_start,          \
+// HOT_F: the field type of the two hot loops (same layout as F; for G2 optionally the inlined Fq2i)
+#define MSM_ENTRY_POINTS(G, F, HOT_F, RBLOCK, BOUNDS)                                                                               \
+    extern "C" __global__ void BOUNDS G##_accumulate(const Affine<F>* bases, const u32* entries, const u32* item_start,          \
                                                const u32* item_len, u32 nitems, XYZZ<F>* partials) {                    \
-        accumulate<F>(bases, entries, item_start, item_len, nitems, partials);                                           \
+        accumulate<HOT_F>(reinterpret_cast<const Affine<HOT_F>*>(bases), entries, item_start, item_len, nitems,          \
+                          reinterpret_cast<XYZZ<HOT_F>*>(partials));                                                      \
     }                                                                                                                    \
     extern "C" __global__ void G##_bucket_sum(const XYZZ<F>* partials, const u32* item_offsets, u32 nbuckets,           \
                                                XYZZ<F>* buckets) {                                                       \
@@ -334,14 +345,24 @@ extern "C" __global__ void fr_mul_probe(Fr* data, int iters) { mul_probe<FrTag>(
                                                  XYZZ<F>* out) {                                                         \
         window_final<F, RBLOCK>(partX, partY, G_, logL, out);                                                            \
     }                                                                                                                    \
-    extern "C" __global__ void ACC_BOUNDS G##_masked_sum(const Affine<F>* bases, const unsigned char* flags, u32 n,                \
+    extern "C" __global__ void BOUNDS G##_masked_sum(const Affine<F>* bases, const unsigned char* flags, u32 n,                \
                                                unsigned char want, XYZZ<F>* partials) {                                  \
-        masked_sum<F, RBLOCK>(bases, flags, n, want, partials);                                                          \
+        masked_sum<HOT_F, RBLOCK>(reinterpret_cast<const Affine<HOT_F>*>(bases), flags, n, want,                        \
+                                  reinterpret_cast<XYZZ<HOT_F>*>(partials));                                              \
     }                                                                                                                    \
     extern "C" __global__ void G##_reduce(const XYZZ<F>* in, u32 n, XYZZ<F>* out) { reduce_points<F, RBLOCK>(in, n, out); } \
     extern "C" __global__ void G##_add_tables(const Affine<F>* P, u32 m, const Affine<F>* Qt, u32 n, Affine<F>* out) {     \
         add_tables<F>(P, m, Qt, n, out);                                                                                 \
     }
 
-MSM_ENTRY_POINTS(g1, Fq, 128)
-MSM_ENTRY_POINTS(g2, Fq2, 64)
+#ifndef CUZK_G2_INLINE
+#define CUZK_G2_INLINE 0
+#endif
+#if CUZK_G2_INLINE
+#define G2_HOT_FIELD Fq2i
+#else
+#define G2_HOT_FIELD Fq2
+#endif
+
+MSM_ENTRY_POINTS(g1, Fq, Fq, 128, ACC_BOUNDS_G1)
+MSM_ENTRY_POINTS(g2, Fq2, G2_HOT_FIELD, 64, ACC_BOUNDS_G2)
