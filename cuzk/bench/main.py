@@ -21,7 +21,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import CuzkError
-from ..cli.main import EXIT_INVALID, EXIT_OK, EXIT_USAGE, _err, _inputs, _print_timings
+from ..cli.main import EXIT_INVALID, EXIT_OK, EXIT_USAGE, _err, _inputs, _print_timings, run_verb
 
 
 def _client(addr: str | None):
@@ -181,14 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(a, "count", 1) < 1 or getattr(a, "concurrency", 1) < 1:
         _err("--count and --concurrency must be at least 1")
         return EXIT_USAGE
-    try:
-        return a.fn(a)
-    except CuzkError as e:
-        _err(str(e))
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        _err("interrupted")
-        return 130
+    return run_verb(a.fn, a)
 
 
 if __name__ == "__main__":

@@ -600,10 +600,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run_verb(fn, args) -> int:
+    """Run a verb; user mistakes become one line on stderr and exit 2, never a traceback."""
     try:
-        return args.fn(args)
+        return fn(args)
     except CuzkError as e:
         _err(str(e))
         return EXIT_USAGE
@@ -613,6 +613,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_verb(args.fn, args)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ import cupy
 import numpy as np
 
 from ..field import fr
-from ..field.constants import R, SNARKJS_ROOT_GENERATOR, root_of_unity
+from ..field.constants import R, SNARKJS_ROOT_GENERATOR
+from ..field.ntt import Domain as CpuDomain
 from .runtime import BLOCK, grid_for, launch, op_errors, u32
 
 TILE_LOG = 10  # stages per pass at most (2^10 elements, 32 KiB of shared memory)
@@ -58,12 +59,9 @@ class GpuDomain:
     """Domain of size 2^log_n from ``generator`` with twiddle tables resident on the device."""
 
     def __init__(self, log_n: int, generator: int = SNARKJS_ROOT_GENERATOR):
-        self.log_n = log_n
-        self.size = 1 << log_n
-        self.generator = generator
-        self.omega = root_of_unity(log_n, generator)
-        self.omega_inv = pow(self.omega, -1, R)
-        self.size_inv = pow(self.size, -1, R)
+        cpu = CpuDomain(log_n, generator)  # the constants (its twiddle tables are lazy: not built here)
+        self.log_n, self.size, self.generator = cpu.log_n, cpu.size, cpu.generator
+        self.omega, self.omega_inv, self.size_inv = cpu.omega, cpu.omega_inv, cpu.size_inv
         half = max(1, self.size // 2)
         self._scale_tables: dict[tuple[int, int], tuple] = {}  # (g, scale) -> device power tables
         with op_errors(f"NTT 2^{log_n} twiddle tables"):

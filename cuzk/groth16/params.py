@@ -12,13 +12,12 @@ so reading params takes the circuit's PCE and checks every count against it.
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 
 
 from ..curve import points as pts
-from ..r1cs.binfile import FormatError
+from ..r1cs.binfile import FormatError, map_file
 from ..r1cs.pce import PCE
 from .keys import BELLPERSON, ProvingKey, VerifyingKey
 
@@ -85,15 +84,7 @@ def _read_vk(cur: _Cursor) -> VerifyingKey:
 
 
 def _map(path) -> memoryview:
-    path = os.fspath(path)
-    try:
-        fh = open(path, "rb")
-    except OSError as e:
-        raise FormatError(f"{path}: cannot open: {e.strerror}") from None
-    with fh:
-        if os.fstat(fh.fileno()).st_size == 0:
-            raise FormatError(f"{path}: empty file, expected bellperson parameters")
-        return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+    return memoryview(map_file(path, "bellperson parameters"))
 
 
 def read_vk(path: str | os.PathLike) -> VerifyingKey:

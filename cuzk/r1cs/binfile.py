@@ -56,22 +56,26 @@ class BinFile:
                 pass  # a caller still holds a view; the map is freed with it
 
 
-def open_binfile(path: str | os.PathLike, kind: str, versions: tuple[int, ...]) -> BinFile:
-    """Map ``path`` and parse its section table.
-
-    ``kind`` is the expected magic ("r1cs", "wtns", "zkey"), ``versions`` the accepted versions.
-    """
+def map_file(path: str | os.PathLike, what: str) -> mmap.mmap:
+    """A read-only mapping of ``path``; clear errors for a missing or empty file (``what`` it should be)."""
     path = os.fspath(path)
     try:
         fh = open(path, "rb")
     except OSError as e:
         raise FormatError(f"{path}: cannot open: {e.strerror}") from None
     with fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            raise FormatError(f"{path}: empty file, expected a .{kind} file")
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    return parse_binfile(memoryview(mm), path, kind, versions, keepalive=mm)
+        if os.fstat(fh.fileno()).st_size == 0:
+            raise FormatError(f"{path}: empty file, expected {what}")
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def open_binfile(path: str | os.PathLike, kind: str, versions: tuple[int, ...]) -> BinFile:
+    """Map ``path`` and parse its section table.
+
+    ``kind`` is the expected magic ("r1cs", "wtns", "zkey"), ``versions`` the accepted versions.
+    """
+    mm = map_file(path, f"a .{kind} file")
+    return parse_binfile(memoryview(mm), os.fspath(path), kind, versions, keepalive=mm)
 
 
 def parse_binfile(data, path: str, kind: str, versions: tuple[int, ...], keepalive=None) -> BinFile:

@@ -297,13 +297,21 @@ struct Fq2 {
     __device__ __forceinline__ bool operator==(const Fq2& o) const { return c0 == o.c0 && c1 == o.c1; }
 };
 
-__device__ __forceinline__ Fq2 add(const Fq2& a, const Fq2& b) { return {add<FqTag>(a.c0, b.c0), add<FqTag>(a.c1, b.c1)}; }
-__device__ __forceinline__ Fq2 sub(const Fq2& a, const Fq2& b) { return {sub<FqTag>(a.c0, b.c0), sub<FqTag>(a.c1, b.c1)}; }
-__device__ __forceinline__ Fq2 neg(const Fq2& a) { return {neg<FqTag>(a.c0), neg<FqTag>(a.c1)}; }
+template <class E>
+__device__ __forceinline__ E fq2_add(const E& a, const E& b) { return {add<FqTag>(a.c0, b.c0), add<FqTag>(a.c1, b.c1)}; }
+template <class E>
+__device__ __forceinline__ E fq2_sub(const E& a, const E& b) { return {sub<FqTag>(a.c0, b.c0), sub<FqTag>(a.c1, b.c1)}; }
+template <class E>
+__device__ __forceinline__ E fq2_neg(const E& a) { return {neg<FqTag>(a.c0), neg<FqTag>(a.c1)}; }
+
+__device__ __forceinline__ Fq2 add(const Fq2& a, const Fq2& b) { return fq2_add(a, b); }
+__device__ __forceinline__ Fq2 sub(const Fq2& a, const Fq2& b) { return fq2_sub(a, b); }
+__device__ __forceinline__ Fq2 neg(const Fq2& a) { return fq2_neg(a); }
 __device__ __forceinline__ Fq2 dbl(const Fq2& a) { return add(a, a); }
 
-// Karatsuba: 3 Fq multiplications (a call: keeps G2 kernels compact)
-__device__ __noinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
+// Karatsuba: 3 Fq multiplications. E is Fq2 or Fq2i (below): the same {c0, c1} layout.
+template <class E>
+__device__ __forceinline__ E fq2_mul(const E& a, const E& b) {
     Fq t0 = mul<FqTag>(a.c0, b.c0);
     Fq t1 = mul<FqTag>(a.c1, b.c1);
     Fq t2 = mul<FqTag>(add<FqTag>(a.c0, a.c1), add<FqTag>(b.c0, b.c1));
@@ -311,10 +319,15 @@ __device__ __noinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 multiplications
-__device__ __noinline__ Fq2 sqr(const Fq2& a) {
+template <class E>
+__device__ __forceinline__ E fq2_sqr(const E& a) {
     Fq t = mul<FqTag>(a.c0, a.c1);
     return {mul<FqTag>(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(t, t)};
 }
+
+// Fq2's multiply and square are calls: keeps the G2 kernels compact (and quick to compile)
+__device__ __noinline__ Fq2 mul(const Fq2& a, const Fq2& b) { return fq2_mul(a, b); }
+__device__ __noinline__ Fq2 sqr(const Fq2& a) { return fq2_sqr(a); }
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)
 __device__ __forceinline__ Fq2 inverse(const Fq2& a) {
@@ -351,19 +364,11 @@ struct Fq2i {
     __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
     __device__ __forceinline__ bool operator==(const Fq2i& o) const { return c0 == o.c0 && c1 == o.c1; }
 };
-__device__ __forceinline__ Fq2i fadd(const Fq2i& a, const Fq2i& b) { return {add<FqTag>(a.c0, b.c0), add<FqTag>(a.c1, b.c1)}; }
-__device__ __forceinline__ Fq2i fsub(const Fq2i& a, const Fq2i& b) { return {sub<FqTag>(a.c0, b.c0), sub<FqTag>(a.c1, b.c1)}; }
-__device__ __forceinline__ Fq2i fneg(const Fq2i& a) { return {neg<FqTag>(a.c0), neg<FqTag>(a.c1)}; }
-__device__ __forceinline__ Fq2i fmul(const Fq2i& a, const Fq2i& b) {
-    Fq t0 = mul<FqTag>(a.c0, b.c0);
-    Fq t1 = mul<FqTag>(a.c1, b.c1);
-    Fq t2 = mul<FqTag>(add<FqTag>(a.c0, a.c1), add<FqTag>(b.c0, b.c1));
-    return {sub<FqTag>(t0, t1), sub<FqTag>(sub<FqTag>(t2, t0), t1)};
-}
-__device__ __forceinline__ Fq2i fsqr(const Fq2i& a) {
-    Fq t = mul<FqTag>(a.c0, a.c1);
-    return {mul<FqTag>(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(t, t)};
-}
+__device__ __forceinline__ Fq2i fadd(const Fq2i& a, const Fq2i& b) { return fq2_add(a, b); }
+__device__ __forceinline__ Fq2i fsub(const Fq2i& a, const Fq2i& b) { return fq2_sub(a, b); }
+__device__ __forceinline__ Fq2i fneg(const Fq2i& a) { return fq2_neg(a); }
+__device__ __forceinline__ Fq2i fmul(const Fq2i& a, const Fq2i& b) { return fq2_mul(a, b); }
+__device__ __forceinline__ Fq2i fsqr(const Fq2i& a) { return fq2_sqr(a); }
 __device__ __forceinline__ Fq2i finv(const Fq2i& a) {
     Fq2 r = inverse(Fq2{a.c0, a.c1});
     return {r.c0, r.c1};

@@ -92,43 +92,38 @@ extern "C" __global__ void msm_classify(const Fr* __restrict__ scalars, u32 n, i
     }
 }
 
-extern "C" __global__ void msm_count(const Fr* __restrict__ scalars, const unsigned char* __restrict__ flags, u32 n,
-                                     int c, int nwin, u32* __restrict__ counts) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || flags[i] != 2) return;
-    Fr s = from_mont<FrTag>(load<FrTag>(scalars + i));
+// Signed-digit recoding of a canonical scalar: calls f(window, magnitude, negative) for each non-zero
+// digit; digits are in [-2^(c-1), 2^(c-1)], a window above 2^(c-1) borrows from the next one.
+template <class Fn>
+__device__ __forceinline__ void for_each_digit(const Fr& s, int c, int nwin, Fn f) {
     const u32 half = 1u << (c - 1);
-    const u32 nb = half;
     u32 carry = 0;
     for (int w = 0; w < nwin; w++) {
         u32 v = window_bits(s, w * c, c) + carry;
         carry = v > half;
         if (carry) v = (1u << c) - v;
-        if (v) atomicAdd(&counts[(u64)w * nb + (v - 1)], 1u);
+        if (v) f(w, v, carry != 0);
     }
+}
+
+extern "C" __global__ void msm_count(const Fr* __restrict__ scalars, const unsigned char* __restrict__ flags, u32 n,
+                                     int c, int nwin, u32* __restrict__ counts) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || flags[i] != 2) return;
+    const u64 nb = 1u << (c - 1);
+    for_each_digit(from_mont<FrTag>(load<FrTag>(scalars + i)), c, nwin,
+                   [&](int w, u32 v, bool) { atomicAdd(&counts[w * nb + (v - 1)], 1u); });
 }
 
 extern "C" __global__ void msm_scatter(const Fr* __restrict__ scalars, const unsigned char* __restrict__ flags, u32 n,
                                        int c, int nwin, u32* __restrict__ cursor, u32* __restrict__ entries) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || flags[i] != 2) return;
-    Fr s = from_mont<FrTag>(load<FrTag>(scalars + i));
-    const u32 half = 1u << (c - 1);
-    const u32 nb = half;
-    u32 carry = 0;
-    for (int w = 0; w < nwin; w++) {
-        u32 v = window_bits(s, w * c, c) + carry;
-        carry = v > half;
-        u32 sign = 0;
-        if (carry) {
-            v = (1u << c) - v;
-            sign = SIGN_BIT;
-        }
-        if (v) {
-            u32 pos = atomicAdd(&cursor[(u64)w * nb + (v - 1)], 1u);
-            entries[pos] = i | sign;
-        }
-    }
+    const u64 nb = 1u << (c - 1);
+    for_each_digit(from_mont<FrTag>(load<FrTag>(scalars + i)), c, nwin, [&](int w, u32 v, bool negative) {
+        u32 pos = atomicAdd(&cursor[w * nb + (v - 1)], 1u);
+        entries[pos] = i | (negative ? SIGN_BIT : 0u);
+    });
 }
 
 // Work items: bucket b with cnt entries gets ceil(cnt / S) items of <= S entries.
