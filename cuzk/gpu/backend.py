@@ -18,9 +18,7 @@ import threading
 
 import cupy
 import numpy as np
-from py_arkworks_bls12381 import G2Point
 
-from ..curve import msm as cmsm
 from ..groth16.keys import SNARKJS, ProvingKey
 from ..groth16.quotient import coset_params
 from ..timing import Timer
@@ -185,16 +183,9 @@ class GpuBackend:
                 sc = {"a": wd[dk.a_index], "b": wd[dk.b_index], "l": wd[pk.n_public + 1 :]}
             pending_b2 = None
             if self.b_g2_on == "cpu":
-                from ..groth16.prover import msm_jobs
+                from ..groth16.prover import CpuBackend, msm_jobs
 
-                job = msm_jobs(pk, w)["b2"]
-                bases = pk.g2("b2")
-                if job.index is not None:
-                    bases = [bases[i] for i in job.index.tolist()]
-                    scal = job.scalars[job.index]
-                else:
-                    scal = job.scalars
-                pending_b2 = cmsm.msm_submit(G2Point, bases, scal)
+                pending_b2 = CpuBackend().submit(pk, msm_jobs(pk, w)["b2"])
             res = {}
             for name, scal_key, bases_key in (("a", "a", "a"), ("b1", "b", "b1"), ("l", "l", "l"), ("h", None, "h")):
                 with ev.phase(f"msm_{'b_g1' if name == 'b1' else name}"):

@@ -43,18 +43,8 @@ def _parse(bf: BinFile) -> ProvingKey:
     r1.end()
 
     r2 = Reader(bf.section(2, "groth16 header"), bf, 2, "groth16 header")
-    n8q = r2.u32("n8q")
-    if n8q != 48:
-        raise FormatError(f"{path}: section 2 (groth16 header): n8q = {n8q}, expected 48 (BLS12-381); is this a bn128 key?")
-    q = r2.integer(n8q, "q")
-    if q != Q:
-        raise FormatError(f"{path}: section 2 (groth16 header): base field is not BLS12-381's q")
-    n8r = r2.u32("n8r")
-    if n8r != 32:
-        raise FormatError(f"{path}: section 2 (groth16 header): n8r = {n8r}, expected 32")
-    r = r2.integer(n8r, "r")
-    if r != R:
-        raise FormatError(f"{path}: section 2 (groth16 header): scalar field is not BLS12-381's r")
+    r2.field(48, Q, "the BLS12-381 base field", ("n8q", "q"), n8_hint="; is this a bn128 key?")
+    r2.field(32, R, "the BLS12-381 scalar field", ("n8r", "r"))
     n_vars = r2.u32("nVars")
     n_public = r2.u32("nPublic")
     domain = r2.u32("domainSize")

@@ -142,17 +142,22 @@ class Reader:
     def integer(self, n8: int, what: str = "integer") -> int:
         return int.from_bytes(self.bytes(n8, what), "little")
 
+    def field(self, n8: int, prime: int, desc: str, names: tuple[str, str] = ("n8", "prime"),
+              n8_hint: str = "", prime_hint: str = "") -> None:
+        """An ``n8 u32 | prime (n8 bytes)`` pair (r1cs, wtns and zkey headers) that must be ``prime``."""
+        where = f"{self.bf.path}: section {self.sid} ({self.name})"
+        got = self.u32(names[0])
+        if got != n8:
+            raise FormatError(f"{where}: {names[0]} = {got}, expected {n8} ({desc}){n8_hint}")
+        value = self.integer(n8, names[1])
+        if value != prime:
+            raise FormatError(f"{where}: {names[1]} {value:#x} is not {desc}{prime_hint}")
+
     def scalar_field(self, hint: str = "") -> None:
         """The n8 | prime prefix of r1cs / wtns headers: must be BLS12-381's scalar field."""
         from ..field.constants import R
 
-        where = f"{self.bf.path}: section {self.sid} ({self.name})"
-        n8 = self.u32("n8")
-        if n8 != 32:
-            raise FormatError(f"{where}: field size n8 = {n8}, expected 32 (BLS12-381 scalar field)")
-        prime = self.integer(n8, "prime")
-        if prime != R:
-            raise FormatError(f"{where}: prime {prime:#x} is not the BLS12-381 scalar field{hint}")
+        self.field(32, R, "the BLS12-381 scalar field", prime_hint=hint)
 
     def end(self) -> None:
         if self.pos != len(self.buf):
