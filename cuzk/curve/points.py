@@ -65,11 +65,8 @@ def g2_from_lem(buf, n: int, what: str = "G2 points") -> list[G2Point]:
     return _build(raw, n, G2_BYTES, G2Point.from_xy_bytes_unchecked_le, what)
 
 
-def g1_canonical_le(points) -> bytes:
-    return b"".join(p.to_xy_bytes_le() for p in points)
-
-
-def g2_canonical_le(points) -> bytes:
+def canonical_le(points) -> bytes:
+    """Concatenated canonical little-endian affine coordinates of G1 or G2 points."""
     return b"".join(p.to_xy_bytes_le() for p in points)
 
 
@@ -79,12 +76,12 @@ def canonical_le_to_lem(raw: bytes, n_coords: int) -> bytes:
 
 def g1_to_lem(points) -> bytes:
     points = list(points)
-    return canonical_le_to_lem(g1_canonical_le(points), 2 * len(points))
+    return canonical_le_to_lem(canonical_le(points), 2 * len(points))
 
 
 def g2_to_lem(points) -> bytes:
     points = list(points)
-    return canonical_le_to_lem(g2_canonical_le(points), 4 * len(points))
+    return canonical_le_to_lem(canonical_le(points), 4 * len(points))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,7 +100,7 @@ def _reverse48(raw: bytes, n_coords: int) -> np.ndarray:
 def g1_to_uncompressed(points) -> bytes:
     """zcash uncompressed G1: x||y big-endian, infinity flag on the identity."""
     points = list(points)
-    le = g1_canonical_le(points)
+    le = canonical_le(points)
     be = np.ascontiguousarray(_reverse48(le, 2 * len(points))).reshape(len(points), 96)
     inf = ~be.any(axis=1)
     be[inf, 0] = _FLAG_INFINITY
@@ -113,7 +110,7 @@ def g1_to_uncompressed(points) -> bytes:
 def g2_to_uncompressed(points) -> bytes:
     """zcash uncompressed G2: x.c1||x.c0||y.c1||y.c0 big-endian."""
     points = list(points)
-    le = g2_canonical_le(points)
+    le = canonical_le(points)
     c = _reverse48(le, 4 * len(points)).reshape(len(points), 4, 48)
     be = np.ascontiguousarray(c[:, [1, 0, 3, 2], :]).reshape(len(points), 192)
     inf = ~be.any(axis=1)
