@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # One device session: install the carried wheels, build the kernels, run the GPU tests, benchmark.
 # Usage (through the device tool, carry [".whl", ".cache/cuda"]):
-#   bash bench/device_run.sh [tests|bench|prove|vectors|all] [extra args for bench/gpu_kernels.py or bench/gpu_prove.py]
+#   bash bench/device_run.sh MODES [extra args for bench/gpu_kernels.py or bench/gpu_prove.py]
+# MODES: a comma-separated list of tests, vectors, bench, prove, or "all" (= tests,bench)
 # Kernels come from the carried cache (scripts/precompile_kernels.py builds it without a GPU); a missing
 # variant is compiled here, at the cost of device time.
 set -uo pipefail
 MODE=${1:-all}; shift || true
+[ "$MODE" = all ] && MODE=tests,bench
+has() { [[ ",$MODE," == *",$1,"* ]]; }
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=$PWD:/tmp/site || exit 1
@@ -28,15 +31,15 @@ PY
 mkdir -p "$OUT/cubins"
 for f in $(ls "$CUZK_CACHE_DIR"/cuda | grep -vxF -f /tmp/cubins_before); do cp "$CUZK_CACHE_DIR/cuda/$f" "$OUT/cubins/"; done
 echo "build: $(( $(date +%s) - t0 )) s"
-if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
+if has tests; then
   timeout 900 python3 -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider --timeout=400 2>&1 | tee "$OUT/tests.txt" | tail -40
 fi
-if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
+if has bench; then
   python3 bench/gpu_kernels.py --json "$OUT/gpu_kernels.json" "$@" 2>&1 | tee "$OUT/bench.txt"
 fi
-if [ "$MODE" = vectors ]; then
+if has vectors; then
   python3 bench/make_gpu_vectors.py "$OUT/vectors" 2>&1 | tee "$OUT/vectors.txt"
 fi
-if [ "$MODE" = prove ]; then
+if has prove; then
   python3 bench/gpu_prove.py --json "$OUT/gpu_prove.json" "$@" 2>&1 | tee "$OUT/prove.txt"
 fi

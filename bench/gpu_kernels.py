@@ -128,9 +128,10 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", default="")
     ap.add_argument("--variants", nargs="*", default=[],
-                    help="kernel variants to compare first, NAME:DEF=V,DEF=V (empty defines = default); the fastest "
-                         "G1 MSM variant is then used for the main run")
-    ap.add_argument("--variant-log", type=int, default=22)
+                    help="kernel variants to compare first, NAME:DEF=V,DEF=V (#defines; env.VAR=V sets a host-side "
+                         "switch such as env.CUZK_MSM_ACC=even; empty = default); the fastest G1+G2 variant at the "
+                         "largest --variant-log is then used for the main run")
+    ap.add_argument("--variant-log", type=int, nargs="+", default=[22], help="G1 sizes of the comparison (G2: 2^(k-2))")
     a = ap.parse_args()
     rows = []
     props = cupy.cuda.runtime.getDeviceProperties(0)
@@ -168,38 +169,51 @@ def main() -> int:
     from cuzk.gpu import runtime
 
     if a.variants:
-        vb = device_bases(1, 1 << a.variant_log)
-        vs = device_scalars(1 << a.variant_log, "random")
-        vbits = device_scalars(1 << a.variant_log, "bits")
-        g2_log = a.variant_log - 2
-        vb2 = device_bases(2, 1 << g2_log)
-        vs2 = device_scalars(1 << g2_log, "random")
         best = None
-        for spec in a.variants:
-            name, _, defs = spec.partition(":")
-            defines = tuple(tuple(kv.split("=", 1)) for kv in defs.split(",") if kv)
-            runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = defines
-            rate = mul_probe("fq")
-            t_rand = statistics.median(timed(lambda: gmsm.msm(1, vb, vs), 3))
-            t_bits = statistics.median(timed(lambda: gmsm.msm(1, vb, vbits), 3))
-            t_g2 = statistics.median(timed(lambda: gmsm.msm(2, vb2, vs2), 3))
-            d = gntt.domain(24)
-            x = device_scalars(1 << 24, "random")
-            t_ntt = statistics.median(timed(lambda: d.ntt(x), 3))
-            gntt._domain_cached.cache_clear()
-            ok = check_against_cpu(1, 12) and check_against_cpu(2, 10)
-            rows.append({"kind": "variant", "name": name, "defines": defines, "fq_mul_per_s": rate, "g1_random_s": t_rand,
-                         "g1_bits_s": t_bits, "g2_random_s": t_g2, "g2_log_n": g2_log, "ntt24_s": t_ntt,
-                         "log_n": a.variant_log, "correct": ok})
-            print(f"variant {name:<14} fq mul {rate / 1e9:6.2f} G/s  G1 2^{a.variant_log} random {t_rand * 1e3:8.2f} ms  "
-                  f"bits {t_bits * 1e3:7.2f} ms  G2 2^{g2_log} {t_g2 * 1e3:8.2f} ms  NTT 2^24 {t_ntt * 1e3:6.2f} ms  "
-                  f"correct {ok}", flush=True)
-            if ok and (best is None or t_rand + t_g2 < best[0]):  # one module serves both groups
-                best = (t_rand + t_g2, defines, name)
-        vb = vs = vbits = vb2 = vs2 = None
+        for vlog in a.variant_log:
+            vb = device_bases(1, 1 << vlog)
+            vs = device_scalars(1 << vlog, "random")
+            vbits = device_scalars(1 << vlog, "bits")
+            g2_log = vlog - 2
+            vb2 = device_bases(2, 1 << g2_log)
+            vs2 = device_scalars(1 << g2_log, "random")
+            for spec in a.variants:
+                name, _, defs = spec.partition(":")
+                kvs = [tuple(kv.split("=", 1)) for kv in defs.split(",") if kv]
+                defines = tuple(kv for kv in kvs if not kv[0].startswith("env."))
+                envs = {k[4:]: v for k, v in kvs if k.startswith("env.")}  # host-side switches
+                saved = {k: os.environ.get(k) for k in envs}
+                os.environ.update(envs)
+                runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = defines
+                rate = mul_probe("fq")
+                t_rand = statistics.median(timed(lambda: gmsm.msm(1, vb, vs), 3))
+                t_bits = statistics.median(timed(lambda: gmsm.msm(1, vb, vbits), 3))
+                t_g2 = statistics.median(timed(lambda: gmsm.msm(2, vb2, vs2), 3))
+                d = gntt.domain(24)
+                x = device_scalars(1 << 24, "random")
+                t_ntt = statistics.median(timed(lambda: d.ntt(x), 3))
+                d = x = None
+                gntt._domain_cached.cache_clear()
+                ok = check_against_cpu(1, 12) and check_against_cpu(2, 10)
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+                rows.append({"kind": "variant", "name": name, "defines": defines, "env": envs, "fq_mul_per_s": rate,
+                             "g1_random_s": t_rand, "g1_bits_s": t_bits, "g2_random_s": t_g2, "g2_log_n": g2_log,
+                             "ntt24_s": t_ntt, "log_n": vlog, "correct": ok})
+                print(f"variant {name:<14} fq mul {rate / 1e9:6.2f} G/s  G1 2^{vlog} random {t_rand * 1e3:8.2f} ms  "
+                      f"bits {t_bits * 1e3:7.2f} ms  G2 2^{g2_log} {t_g2 * 1e3:8.2f} ms  NTT 2^24 {t_ntt * 1e3:6.2f} ms  "
+                      f"correct {ok}", flush=True)
+                if vlog == a.variant_log[-1] and ok and (best is None or t_rand + t_g2 < best[0]):
+                    best = (t_rand + t_g2, defines, name, envs)  # one module serves both groups
+            vb = vs = vbits = vb2 = vs2 = None
+            cupy.get_default_memory_pool().free_all_blocks()
         runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = best[1]
+        os.environ.update(best[3])
         print(f"using variant {best[2]}", flush=True)
-        rows.append({"kind": "chosen variant", "name": best[2], "defines": best[1]})
+        rows.append({"kind": "chosen variant", "name": best[2], "defines": best[1], "env": best[3]})
     for f in ("fq", "fr"):
         rate = mul_probe(f)
         rows.append({"kind": f"{f} mul/s", "value": rate})

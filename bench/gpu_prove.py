@@ -6,7 +6,7 @@ with the GPU setup (bellperson style for porep shapes, snarkjs style for dense),
 then --reps times on the GPU backend; report the median total and phases (CUDA events), peak GPU
 memory and host RSS. The CPU backend on small cases gives the ratio. Every proof is verified.
 
-    python bench/gpu_prove.py --cases dense:20 dense:22 porep:24 --cpu-cases dense:16 --reps 3
+    python bench/gpu_prove.py --cases dense:20 dense:22 porep:24 --cpu-cases dense:16 --reps 3 [--b-g2 gpu cpu]
     (porep:130M proves a 130,278,860-constraint circuit: a PoRep partition, domain 2^27)
 """
 
@@ -44,7 +44,15 @@ def parse_case(spec: str) -> tuple[str, int, str]:
     return shape, n, label
 
 
-def run_case(spec: str, backend: str, reps: int) -> dict:
+def _gpu_backend(b_g2: str):
+    from cuzk.gpu.backend import GpuBackend
+
+    be = GpuBackend()
+    be.b_g2_on = b_g2
+    return be
+
+
+def run_case(spec: str, backend: str, reps: int, b_g2: list[str]) -> dict:
     shape, n, label = parse_case(spec)
     t = time.perf_counter()
     circ = synthetic.make(shape, n, seed=1)
@@ -61,16 +69,22 @@ def run_case(spec: str, backend: str, reps: int) -> dict:
         evict_device_key(pk, cupy.cuda.Device().id)
         pool.free_all_blocks()
         pk.load_all()
-    res = prover.prove(pk, circ.witness, backend=backend)  # warm-up
-    assert verifier.verify(pk.vk, res.public, res.proof)
-    totals, phases = [], []
+    # B_G2 placements (GPU backend only) are interleaved rep by rep; the first one is the main figure
+    backends = {"": backend} if backend == "cpu" else {f"b_g2={x}": _gpu_backend(x) for x in b_g2}
+    for be in backends.values():  # warm-up
+        res = prover.prove(pk, circ.witness, backend=be)
+        assert verifier.verify(pk.vk, res.public, res.proof)
+    runs = {k: [] for k in backends}
     peak = 0
     for _ in range(reps):
-        res = prover.prove(pk, circ.witness, backend=backend)
-        assert verifier.verify(pk.vk, res.public, res.proof)
-        totals.append(res.timings["total"] / 1e3)
-        phases.append(res.timings)
-        peak = max(peak, pool.total_bytes())
+        for k, be in backends.items():
+            res = prover.prove(pk, circ.witness, backend=be)
+            assert verifier.verify(pk.vk, res.public, res.proof)
+            runs[k].append(res.timings)
+            peak = max(peak, pool.total_bytes())
+    main_key = next(iter(backends))
+    phases = runs[main_key]
+    totals = [p["total"] / 1e3 for p in phases]
     med = {k: statistics.median(p[k] for p in phases) for k in phases[0]}
     row = {
         "case": label, "backend": backend, "constraints": circ.pce.n_constraints, "domain_log": pk.domain_log,
@@ -79,8 +93,15 @@ def run_case(spec: str, backend: str, reps: int) -> dict:
         "phases_ms": med, "gpu_pool_peak_gib": peak / 2**30,
         "host_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
     }
-    gpu_part = sum(v for k, v in med.items() if k not in ("finalize", "verify", "total"))
-    row["gpu_part_s"] = gpu_part / 1e3
+    row["gpu_part_s"] = med.get("gpu_part", 0.0) / 1e3  # the CPU backend has no GPU part
+    if len(runs) > 1:
+        row["placements"] = {k: {"total_median_s": statistics.median(p["total"] for p in v) / 1e3,
+                                 "gpu_part_median_s": statistics.median(p["gpu_part"] for p in v) / 1e3,
+                                 "msm_b_g2_median_ms": statistics.median(p["msm_b_g2"] for p in v)}
+                             for k, v in runs.items()}
+        for k, v in row["placements"].items():
+            print(f"    {k}: total {v['total_median_s']:.3f} s, GPU part {v['gpu_part_median_s']:.3f} s, "
+                  f"msm_b_g2 {v['msm_b_g2_median_ms']:.1f} ms", flush=True)
     print(f"{label:<14} {backend}: total {row['total_s']['median']:.3f} s ({min(totals):.3f}-{max(totals):.3f}), "
           f"GPU part {row['gpu_part_s']:.3f} s, setup {t_setup:.1f} s, synth {t_synth:.1f} s, "
           f"GPU pool {row['gpu_pool_peak_gib']:.1f} GiB, RSS {row['host_rss_gib']:.1f} GiB", flush=True)
@@ -96,15 +117,22 @@ def main() -> int:
     ap.add_argument("--cpu-cases", nargs="*", default=["dense:16", "dense:18", "dense:20"])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", default="")
+    ap.add_argument("--b-g2", nargs="+", default=["gpu", "cpu"], choices=["gpu", "cpu"],
+                    help="B_G2 placements to compare on the GPU backend (interleaved; the first is the main row)")
     a = ap.parse_args()
-    rows = []
-    for c in a.cases:
-        rows.append(run_case(c, "gpu", a.reps))
-    for c in a.cpu_cases:
-        rows.append(run_case(c, "cpu", 1))
-    if a.json:
-        Path(a.json).write_text(json.dumps(rows, indent=1))
-    return 0
+    rows, failed = [], 0
+    for backend, cases, reps in (("gpu", a.cases, a.reps), ("cpu", a.cpu_cases, 1)):
+        for c in cases:
+            try:
+                rows.append(run_case(c, backend, reps, a.b_g2))
+            except Exception as e:  # one failing case must not lose the others' figures
+                failed += 1
+                print(f"{c} {backend}: FAILED: {type(e).__name__}: {e}", flush=True)
+                rows.append({"case": c, "backend": backend, "error": f"{type(e).__name__}: {e}"})
+                cupy.get_default_memory_pool().free_all_blocks()
+            if a.json:  # after every case: a run cut short by the time limit keeps what it measured
+                Path(a.json).write_text(json.dumps(rows, indent=1))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

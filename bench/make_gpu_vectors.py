@@ -8,7 +8,10 @@ GPU) can check them with `snarkjs groth16 verify` and our verifier (tests/test_g
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,6 +24,10 @@ from cuzk.r1cs import wtns  # noqa: E402
 def main() -> int:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "gpu_vectors")
     out.mkdir(parents=True, exist_ok=True)
+    import cupy
+
+    device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     for fixture in sorted((ROOT / "tests" / "fixtures").iterdir()):
         zk = fixture / "circuit.zkey"
         if not zk.exists():
@@ -32,6 +39,9 @@ def main() -> int:
         formats.write_proof_json(out / f"{name}.proof.json", res.proof)
         formats.write_public_json(out / f"{name}.public.json", res.public)
         (out / f"{name}.proof.bin").write_bytes(res.proof.to_bytes())
+        meta = {"fixture": name, "backend": res.backend, "device": device, "commit": commit or "unknown",
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "prove_ms": round(res.timings["total"], 1)}
+        (out / f"{name}.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
         print(f"{name}: proved on {res.backend} in {res.timings['total']:.1f} ms")
     return 0
 

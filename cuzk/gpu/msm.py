@@ -58,6 +58,21 @@ def choose_window(n: int, group: int = 1, bits: int = 255) -> int:
     return best
 
 
+def accumulation_mode() -> str:
+    """Bucket accumulation: "even" (S consecutive entries per thread across bucket boundaries) or
+    "items" (one thread per bucket, crowded buckets split into items of ITEM_ENTRIES); CUZK_MSM_ACC."""
+    mode = os.environ.get("CUZK_MSM_ACC", "items")
+    if mode not in ("even", "items"):
+        raise ValueError(f"CUZK_MSM_ACC={mode!r}: expected even or items")
+    return mode
+
+
+def even_chunk(n_entries: int) -> int:
+    """Entries per thread for the even accumulation: 64, fewer when that would leave the GPU with
+    under ~2^19 threads (132 SMs x 384 resident threads x ~10 waves), never under 4."""
+    return max(4, min(64, n_entries >> 19))
+
+
 def _poisoned(shape, dtype=cupy.uint64) -> cupy.ndarray:
     """cupy.empty, filled with 0xFF bytes when CUZK_GPU_POISON=1 (tests: unwritten outputs show up)."""
     a = cupy.empty(shape, dtype=dtype)
@@ -169,28 +184,47 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
             raise GpuOutOfMemory(f"{op}: {n_entries} bucket entries exceed the 32-bit index space")
         offsets = (offsets64 - counts).astype(cupy.uint32)
         del offsets64
-        per_bucket_items = (counts + (ITEM_ENTRIES - 1)) // ITEM_ENTRIES
-        item_offsets = cupy.zeros(total + 1, dtype=cupy.uint32)
-        item_offsets[1:] = cupy.cumsum(per_bucket_items, dtype=cupy.uint64).astype(cupy.uint32)
-        nitems = int(item_offsets[-1])
+        even = accumulation_mode() == "even"
+        if even:
+            S = even_chunk(n_entries)
+            nthreads = -(-n_entries // S)
+            nitems = total + nthreads  # partial slots (b + t); the unused ones are never read
+            bounds = cupy.empty(total + 1, dtype=cupy.uint32)
+            bounds[:total] = offsets
+            bounds[total] = n_entries
+        else:
+            per_bucket_items = (counts + (ITEM_ENTRIES - 1)) // ITEM_ENTRIES
+            item_offsets = cupy.zeros(total + 1, dtype=cupy.uint32)
+            item_offsets[1:] = cupy.cumsum(per_bucket_items, dtype=cupy.uint64).astype(cupy.uint32)
+            nitems = int(item_offsets[-1])
+            del per_bucket_items
         stats.entries += n_entries
         prof.mark("scan")
         entries = _poisoned(max(1, n_entries), cupy.uint32)
         cursor = offsets.copy()
         launch("msm", "msm_scatter", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), cursor, entries), op)
         del cursor
-        item_start = _poisoned(max(1, nitems), cupy.uint32)
-        item_len = _poisoned(max(1, nitems), cupy.uint32)
-        launch("msm", "msm_make_items", grid_for(total), BLOCK, (counts, offsets, item_offsets, u32(total), u32(ITEM_ENTRIES), item_start, item_len), op)
-        del offsets, per_bucket_items
+        if not even:
+            item_start = _poisoned(max(1, nitems), cupy.uint32)
+            item_len = _poisoned(max(1, nitems), cupy.uint32)
+            launch("msm", "msm_make_items", grid_for(total), BLOCK, (counts, offsets, item_offsets, u32(total), u32(ITEM_ENTRIES), item_start, item_len), op)
+        del offsets
         prof.mark("scatter")
         partials = _poisoned((max(1, nitems), words))
-        launch("msm", _k(group, "accumulate"), grid_for(nitems, 128), 128, (bases, entries, item_start, item_len, u32(nitems), partials), op)
-        del entries, item_start, item_len
-        prof.mark("accumulate")
         buckets = _poisoned((total, words))
-        launch("msm", _k(group, "bucket_sum"), grid_for(total, 128), 128, (partials, item_offsets, u32(total), buckets), op)
-        del partials, item_offsets
+        if even:
+            launch("msm", _k(group, "accumulate_even"), grid_for(nthreads, 128), 128,
+                   (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials), op)
+            del entries
+            prof.mark("accumulate")
+            launch("msm", _k(group, "bucket_sum_even"), grid_for(total, 128), 128, (partials, bounds, u32(total), u32(S), buckets), op)
+            del partials, bounds
+        else:
+            launch("msm", _k(group, "accumulate"), grid_for(nitems, 128), 128, (bases, entries, item_start, item_len, u32(nitems), partials), op)
+            del entries, item_start, item_len
+            prof.mark("accumulate")
+            launch("msm", _k(group, "bucket_sum"), grid_for(total, 128), 128, (partials, item_offsets, u32(total), buckets), op)
+            del partials, item_offsets
         prof.mark("bucket_sum")
         seg_log = min(SEGMENT_LOG, c - 1)
         nseg = nb >> seg_log

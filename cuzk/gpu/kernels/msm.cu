@@ -6,6 +6,7 @@
 //   (host)        exclusive scan of the histogram -> bucket offsets; work items of <= S entries each
 //   msm_scatter   recode again, scatter point index | sign<<31 into its bucket's slot (counting sort)
 //   *_accumulate  one thread per work item: mixed additions of its affine points into an XYZZ partial
+//                 (*_accumulate_even: S consecutive entries per thread across bucket boundaries)
 //   *_bucket_sum  one thread per bucket: add its partials
 //   *_segments    one thread per (window, segment of L buckets): running sums -> (T_s, A_s)
 //   *_window_*    per window: W_w = sum_s T_s + L * sum_s s * A_s (partials over many blocks, then one)
@@ -154,6 +155,83 @@ __device__ __forceinline__ void accumulate(const Affine<F>* __restrict__ bases, 
         madd_inl(acc, p.x, y);
     }
     partials[t] = acc;
+}
+
+// Balanced accumulation ("even"): thread t adds the entries [t*S, (t+1)*S) of the bucket-sorted list
+// whatever buckets they belong to, so every thread of a warp does the same number of additions. (One
+// thread per bucket, above, keeps a warp waiting for its most crowded bucket: with Poisson(32) bucket
+// sizes the busiest of 32 holds ~44 entries, so ~73% of the lanes do useful work.)
+// The piece of bucket b that thread t covers goes to partials[b + t]: walking the entries in order, each
+// new piece starts at a bucket boundary (b + 1) or a thread boundary (t + 1), so the slots of different
+// pieces never collide, and bucket b's pieces are t in [bounds[b] / S, (bounds[b+1] - 1) / S].
+// bounds: the bucket start offsets with the entry count appended (total + 1 values).
+// CUZK_ACC_PREFETCH=1 loads the next entry's point before adding the current one (latency hiding, at
+// the cost of 24 more live registers).
+#ifndef CUZK_ACC_PREFETCH
+#define CUZK_ACC_PREFETCH 0
+#endif
+template <class F>
+__device__ __forceinline__ void accumulate_even(const Affine<F>* __restrict__ bases, const u32* __restrict__ entries,
+                                                const u32* __restrict__ bounds, u32 total, u32 n_entries, u32 S,
+                                                XYZZ<F>* __restrict__ partials) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    u64 lo64 = (u64)t * S;
+    if (lo64 >= n_entries) return;
+    u32 lo = (u32)lo64, hi = lo64 + S < n_entries ? (u32)(lo64 + S) : n_entries;
+    // the bucket holding entry lo: bounds[a] <= lo < bounds[z] throughout (bounds[total] = n_entries > lo)
+    u32 a = 0, z = total;
+    while (z - a > 1) {
+        u32 m = (a + z) >> 1;
+        if (bounds[m] <= lo)
+            a = m;
+        else
+            z = m;
+    }
+    u32 b = a, end = bounds[b + 1];
+    XYZZ<F> acc = XYZZ<F>::inf();
+#if CUZK_ACC_PREFETCH
+    u32 e = entries[lo];
+    Affine<F> p = bases[e & ~SIGN_BIT];
+#endif
+    for (u32 j = lo; j < hi; j++) {
+#if CUZK_ACC_PREFETCH
+        u32 e_next = entries[umin(j + 1, hi - 1)];
+        Affine<F> p_next = bases[e_next & ~SIGN_BIT];
+#else
+        u32 e = entries[j];
+        Affine<F> p = bases[e & ~SIGN_BIT];
+#endif
+        if (j == end) {  // the previous bucket ends here: store its piece, skip empty buckets
+            partials[(u64)b + t] = acc;
+            acc = XYZZ<F>::inf();
+            do {
+                b++;
+                end = bounds[b + 1];
+            } while (end <= j);
+        }
+        F y = (e & SIGN_BIT) ? fneg(p.y) : p.y;
+        madd_inl(acc, p.x, y);
+#if CUZK_ACC_PREFETCH
+        e = e_next;
+        p = p_next;
+#endif
+    }
+    partials[(u64)b + t] = acc;
+}
+
+template <class F>
+__device__ __forceinline__ void bucket_sum_even(const XYZZ<F>* __restrict__ partials, const u32* __restrict__ bounds,
+                                                u32 total, u32 S, XYZZ<F>* __restrict__ buckets) {
+    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= total) return;
+    u32 lo = bounds[b], hi = bounds[b + 1];
+    XYZZ<F> acc = XYZZ<F>::inf();
+    if (hi > lo) {
+        u32 t0 = lo / S, t1 = (hi - 1) / S;
+        acc = partials[(u64)b + t0];
+        for (u32 t = t0 + 1; t <= t1; t++) add(acc, partials[(u64)b + t]);
+    }
+    buckets[b] = acc;
 }
 
 template <class F>
@@ -327,6 +405,15 @@ extern "C" __global__ void fr_mul_probe(Fr* data, int iters) { mul_probe<FrTag>(
     extern "C" __global__ void G##_bucket_sum(const XYZZ<F>* partials, const u32* item_offsets, u32 nbuckets,           \
                                                XYZZ<F>* buckets) {                                                       \
         bucket_sum<F>(partials, item_offsets, nbuckets, buckets);                                                        \
+    }                                                                                                                    \
+    extern "C" __global__ void BOUNDS G##_accumulate_even(const Affine<F>* bases, const u32* entries, const u32* bounds,      \
+                                                    u32 total, u32 n_entries, u32 S, XYZZ<F>* partials) {               \
+        accumulate_even<HOT_F>(reinterpret_cast<const Affine<HOT_F>*>(bases), entries, bounds, total, n_entries, S,    \
+                               reinterpret_cast<XYZZ<HOT_F>*>(partials));                                                 \
+    }                                                                                                                    \
+    extern "C" __global__ void G##_bucket_sum_even(const XYZZ<F>* partials, const u32* bounds, u32 total, u32 S,       \
+                                                    XYZZ<F>* buckets) {                                                  \
+        bucket_sum_even<F>(partials, bounds, total, S, buckets);                                                         \
     }                                                                                                                    \
     extern "C" __global__ void G##_segments(const XYZZ<F>* buckets, u32 nb, u32 L, u32 nseg, u32 nwin, XYZZ<F>* segT,   \
                                              XYZZ<F>* segA) {                                                            \
