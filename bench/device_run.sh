@@ -38,7 +38,7 @@ if has bench; then
   python3 bench/gpu_kernels.py --json "$OUT/gpu_kernels.json" "$@" 2>&1 | tee "$OUT/bench.txt"
 fi
 if has vectors; then
-  python3 bench/make_gpu_vectors.py "$OUT/vectors" 2>&1 | tee "$OUT/vectors.txt"
+  python3 bench/make_gpu_vectors.py /tmp/vectors 2>&1 | tee "$OUT/vectors.txt" && tar -C /tmp -czf "$OUT/vectors.tgz" vectors
 fi
 if has prove; then
   python3 bench/gpu_prove.py --json "$OUT/gpu_prove.json" "$@" 2>&1 | tee "$OUT/prove.txt"

@@ -9,7 +9,6 @@ GPU) can check them with `snarkjs groth16 verify` and our verifier (tests/test_g
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,10 @@ def main() -> int:
     import cupy
 
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    from cuzk.gpu import build
+
+    # the kernels that made the proofs: cubin names carry the hash of their source and options
+    kernels = {m: build.info()["modules"][m]["cubin"].rsplit("/", 1)[-1] for m in build.MODULES}
     for fixture in sorted((ROOT / "tests" / "fixtures").iterdir()):
         zk = fixture / "circuit.zkey"
         if not zk.exists():
@@ -39,7 +41,7 @@ def main() -> int:
         formats.write_proof_json(out / f"{name}.proof.json", res.proof)
         formats.write_public_json(out / f"{name}.public.json", res.public)
         (out / f"{name}.proof.bin").write_bytes(res.proof.to_bytes())
-        meta = {"fixture": name, "backend": res.backend, "device": device, "commit": commit or "unknown",
+        meta = {"fixture": name, "backend": res.backend, "device": device, "kernels": kernels,
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "prove_ms": round(res.timings["total"], 1)}
         (out / f"{name}.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
         print(f"{name}: proved on {res.backend} in {res.timings['total']:.1f} ms")

@@ -15,7 +15,7 @@ import pytest
 from cuzk.field.constants import R
 from cuzk.groth16 import formats, verifier
 
-from .test_interop import FIX, snarkjs_verifies
+from test_interop import FIX, snarkjs_verifies
 
 VEC = Path(__file__).resolve().parent / "vectors" / "gpu"
 FIXTURES = sorted(d.name for d in FIX.iterdir() if (d / "circuit.zkey").exists())

@@ -87,8 +87,13 @@ def fixed_base(tables: _Tables, group: int, scalars: cupy.ndarray, op: str) -> c
     return out
 
 
-def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: bool = False, host_copy: bool = True) -> ProvingKey:
-    """Keys for ``pce`` made on the current GPU; the device copy is attached to the returned key."""
+def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: bool = False,
+          host_copy: bool | set[str] = True) -> ProvingKey:
+    """Keys for ``pce`` made on the current GPU; the device copy is attached to the returned key.
+
+    ``host_copy``: download every SRS vector to the host (True, needed to write the key or to prove on
+    the CPU), none (False: GPU-only proving), or the named ones (e.g. {"b2"} for B_G2 on CPU threads).
+    """
     timer = timer or Timer()
     p = plan(pce, style, quiet)
     n, rows, n_inputs, tau, delta = p.n, p.rows, p.n_inputs, p.tau, p.delta
@@ -138,7 +143,8 @@ def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: boo
             del a_sc, b_sc, l_sc, h_sc, u, v
             cupy.cuda.get_current_stream().synchronize()
         with timer.phase("setup_download"):
-            raw = {name: (cupy.asnumpy(pt).tobytes() if host_copy else b"") for name, pt in dpoints.items()}
+            want = set(dpoints) if host_copy is True else (host_copy or set())
+            raw = {name: (cupy.asnumpy(pt).tobytes() if name in want else b"") for name, pt in dpoints.items()}
     del tau, delta
     pk = assemble_key(pce, p, (A, B, C), raw, pts.g1_from_lem(ic_raw, n_inputs, "GPU setup IC"), "gpu-setup")
     with _key_lock:
