@@ -175,13 +175,15 @@ def test_msm_window_override(window):
     assert gmsm.msm(1, bases, cupy.asarray(s), window=window, ones=False) == want
 
 
-@pytest.mark.parametrize("mode", ["even", "items"])
+@pytest.mark.parametrize("mode", ["even", "even-unfused", "items"])
 @pytest.mark.parametrize("group,n,window,kind", [
     (1, 1, None, "random"), (1, 3000, 4, "random"), (1, 3000, 9, "bits"), (1, 70001, None, "random"),
     (1, (1 << 18) + 5, None, "small"), (2, 2000, 5, "random"), (2, 4099, None, "bits")])
 def test_msm_accumulation_modes_match_cpu(mode, group, n, window, kind, monkeypatch):
-    """Both bucket accumulations; small windows make every bucket span many threads of the even mode."""
-    monkeypatch.setenv("CUZK_MSM_ACC", mode)
+    """Both bucket accumulations (even: with the bucket sums fused into the reduction or not); small
+    windows make every bucket span many threads of the even mode."""
+    monkeypatch.setenv("CUZK_MSM_ACC", mode.split("-")[0])
+    monkeypatch.setenv("CUZK_MSM_FUSED_SEGMENTS", "0" if mode.endswith("unfused") else "1")
     bases, host = _device_bases(group, n, infinity_every=11 if n > 10 else 0)
     s = _scalars(kind, n)
     assert gmsm.msm(group, bases, cupy.asarray(s), window=window) == _cpu_msm(group, host, s), (mode, group, n, window)

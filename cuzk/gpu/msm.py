@@ -39,20 +39,25 @@ class MsmStats:
     chunks: int = 0
 
 
-def choose_window(n: int, group: int = 1, bits: int = 255) -> int:
-    """Window (bits) minimising windows x (points + reduction cost of the buckets).
+# Cost of reducing one bucket, in units of the per-entry cost (sort + mixed addition), measured on the
+# H200 with the even accumulation (device run 2, 2026-12-02, CUDA-event profile): G1 2^26 window 22 spent
+# 1.1 ns per entry (accumulate + count + scatter) and ~6.4 ns per bucket once the bucket sums are fused
+# into the first reduction level (8.8 ns before); G2 2^24 window 20: 4.5 ns per entry, 18.8 ns per bucket.
+BUCKET_COST = {1: 6.0, 2: 4.0}
 
-    The reduction walks every bucket with two full additions (~3 mixed additions' worth), so
-    cost(c) = ceil((bits+1)/c) * (n + 3 * 2^(c-1)); G2 buckets are twice as large, so its window is
-    capped lower to bound memory.
-    """
+
+def choose_window(n: int, group: int = 1, bits: int = 255) -> int:
+    """Window (bits) minimising windows x (entries + BUCKET_COST x buckets) for n non-0/1 scalars of at
+    most ``bits`` bits (signed digits: 2^(c-1) buckets per window); G2 buckets are twice as large, so
+    its window is capped lower to bound memory. CUZK_MSM_WINDOW overrides."""
     env = os.environ.get("CUZK_MSM_WINDOW")
     if env:
         return int(env)
     best, best_cost = 4, math.inf
     cap = 22 if group == 1 else 20
+    k = BUCKET_COST[group]
     for c in range(4, cap + 1):
-        cost = math.ceil((bits + 1) / c) * (n + 3 * (1 << (c - 1)))
+        cost = math.ceil((bits + 1) / c) * (n + k * (1 << (c - 1)))
         if cost < best_cost:
             best, best_cost = c, cost
     return best
@@ -212,27 +217,35 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         del offsets
         prof.mark("scatter")
         partials = _poisoned((max(1, nitems), words))
-        buckets = _poisoned((total, words))
+        fused = even and os.environ.get("CUZK_MSM_FUSED_SEGMENTS", "1") == "1"
+        buckets = None if fused else _poisoned((total, words))
         if even:
             launch("msm", _k(group, "accumulate_even"), grid_for(nthreads, 128), 128,
                    (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials), op)
             del entries
             prof.mark("accumulate")
-            launch("msm", _k(group, "bucket_sum_even"), grid_for(total, 128), 128, (partials, bounds, u32(total), u32(S), buckets), op)
-            del partials, bounds
+            if not fused:
+                launch("msm", _k(group, "bucket_sum_even"), grid_for(total, 128), 128, (partials, bounds, u32(total), u32(S), buckets), op)
+                del partials, bounds
         else:
             launch("msm", _k(group, "accumulate"), grid_for(nitems, 128), 128, (bases, entries, item_start, item_len, u32(nitems), partials), op)
             del entries, item_start, item_len
             prof.mark("accumulate")
             launch("msm", _k(group, "bucket_sum"), grid_for(total, 128), 128, (partials, item_offsets, u32(total), buckets), op)
             del partials, item_offsets
-        prof.mark("bucket_sum")
+        if not fused:
+            prof.mark("bucket_sum")
         seg_log = min(SEGMENT_LOG, c - 1)
         nseg = nb >> seg_log
         segT = _poisoned((nwin * nseg, words))
         segA = _poisoned((nwin * nseg, words))
-        launch("msm", _k(group, "segments"), grid_for(nwin * nseg, 64), 64,
-               (buckets, u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA), op)
+        if fused:  # buckets summed from the accumulation's pieces inside the first reduction level
+            launch("msm", _k(group, "segments_even"), grid_for(nwin * nseg, 64), 64,
+                   (partials, bounds, u32(S), u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA), op)
+            del partials, bounds
+        else:
+            launch("msm", _k(group, "segments"), grid_for(nwin * nseg, 64), 64,
+                   (buckets, u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA), op)
         del buckets
         prof.mark("segments")
         G = max(1, -(-nseg // (rb * WINDOW_K)))

@@ -265,6 +265,29 @@ __device__ __forceinline__ void segments(const XYZZ<F>* __restrict__ buckets, u3
     segA[g] = acc;
 }
 
+// segments() reading the even accumulation's pieces directly (no bucket array): bucket k of window w
+// is the sum of its pieces partials[gb + t], gb = w * nb + k (see accumulate_even). Saves the
+// bucket_sum pass, which wrote and re-read every bucket (4.8 GB at G1 2^26).
+template <class F>
+__device__ __forceinline__ void segments_even(const XYZZ<F>* __restrict__ partials, const u32* __restrict__ bounds, u32 S,
+                                              u32 nb, u32 L, u32 nseg, u32 nwin, XYZZ<F>* __restrict__ segT,
+                                              XYZZ<F>* __restrict__ segA) {
+    u32 g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= nseg * nwin) return;
+    u32 w = g / nseg, s = g % nseg;
+    XYZZ<F> acc = XYZZ<F>::inf(), sum = XYZZ<F>::inf();
+    u32 lo = s * L, hi = umin(nb, lo + L);
+    for (u32 k = hi; k > lo; k--) {
+        u64 gb = (u64)w * nb + (k - 1);
+        u32 e0 = bounds[gb], e1 = bounds[gb + 1];
+        if (e1 > e0)
+            for (u32 t = e0 / S; t <= (e1 - 1) / S; t++) add(acc, partials[gb + t]);
+        add(sum, acc);
+    }
+    segT[g] = sum;
+    segA[g] = acc;
+}
+
 template <class F, int BLOCK>
 __device__ __forceinline__ XYZZ<F> block_reduce(XYZZ<F> v, XYZZ<F>* sh) {
     sh[threadIdx.x] = v;
@@ -418,6 +441,10 @@ extern "C" __global__ void fr_mul_probe(Fr* data, int iters) { mul_probe<FrTag>(
     extern "C" __global__ void G##_segments(const XYZZ<F>* buckets, u32 nb, u32 L, u32 nseg, u32 nwin, XYZZ<F>* segT,   \
                                              XYZZ<F>* segA) {                                                            \
         segments<F>(buckets, nb, L, nseg, nwin, segT, segA);                                                             \
+    }                                                                                                                    \
+    extern "C" __global__ void G##_segments_even(const XYZZ<F>* partials, const u32* bounds, u32 S, u32 nb, u32 L,      \
+                                                  u32 nseg, u32 nwin, XYZZ<F>* segT, XYZZ<F>* segA) {                   \
+        segments_even<F>(partials, bounds, S, nb, L, nseg, nwin, segT, segA);                                            \
     }                                                                                                                    \
     extern "C" __global__ void G##_window_partial(const XYZZ<F>* segT, const XYZZ<F>* segA, u32 nseg, u32 K, u32 G_,    \
                                                    XYZZ<F>* partX, XYZZ<F>* partY) {                                     \
