@@ -32,7 +32,7 @@ mkdir -p "$OUT/cubins"
 for f in $(ls "$CUZK_CACHE_DIR"/cuda | grep -vxF -f /tmp/cubins_before); do cp "$CUZK_CACHE_DIR/cuda/$f" "$OUT/cubins/"; done
 echo "build: $(( $(date +%s) - t0 )) s"
 if has tests; then
-  timeout 900 python3 -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider --timeout=400 2>&1 | tee "$OUT/tests.txt" | tail -40
+  timeout 900 python3 -m pytest -q -m gpu tests/test_gpu.py -k "${TESTS_K:-}" -p no:cacheprovider --timeout=400 2>&1 | tee "$OUT/tests.txt" | tail -40
 fi
 if has bench; then
   python3 bench/gpu_kernels.py --json "$OUT/gpu_kernels.json" "$@" 2>&1 | tee "$OUT/bench.txt"

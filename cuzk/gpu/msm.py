@@ -193,6 +193,7 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         even = accumulation_mode() == "even"
         if even:
             S = even_chunk(n_entries)
+            max_count = int(counts.max())  # read now, while the host waits for the scan anyway
             nthreads = -(-n_entries // S)
             nitems = total + nthreads  # partial slots (b + t); the unused ones are never read
             bounds = cupy.empty(total + 1, dtype=cupy.uint32)
@@ -220,10 +221,20 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         fused = even and os.environ.get("CUZK_MSM_FUSED_SEGMENTS", "1") == "1"
         buckets = None if fused else _poisoned((total, words))
         if even:
+            first_bucket = cupy.empty(nthreads, dtype=cupy.uint32)
             launch("msm", _k(group, "accumulate_even"), grid_for(nthreads, 128), 128,
-                   (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials), op)
+                   (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials, first_bucket), op)
             del entries
             prof.mark("accumulate")
+            # a bucket's pieces: at most ceil(count / S) + 1 (one more when it starts inside a thread's range)
+            max_pieces = -(-max_count // S) + 1
+            step = 1
+            while step < max_pieces:  # tree rounds over the pieces of the crowded buckets
+                launch("msm", _k(group, "combine_pieces"), grid_for(nthreads, 128), 128,
+                       (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step)), op)
+                step *= 2
+            del first_bucket
+            prof.mark("combine")
             if not fused:
                 launch("msm", _k(group, "bucket_sum_even"), grid_for(total, 128), 128, (partials, bounds, u32(total), u32(S), buckets), op)
                 del partials, bounds

@@ -173,7 +173,7 @@ __device__ __forceinline__ void accumulate(const Affine<F>* __restrict__ bases, 
 template <class F>
 __device__ __forceinline__ void accumulate_even(const Affine<F>* __restrict__ bases, const u32* __restrict__ entries,
                                                 const u32* __restrict__ bounds, u32 total, u32 n_entries, u32 S,
-                                                XYZZ<F>* __restrict__ partials) {
+                                                XYZZ<F>* __restrict__ partials, u32* __restrict__ first_bucket) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     u64 lo64 = (u64)t * S;
     if (lo64 >= n_entries) return;
@@ -188,6 +188,7 @@ __device__ __forceinline__ void accumulate_even(const Affine<F>* __restrict__ ba
             z = m;
     }
     u32 b = a, end = bounds[b + 1];
+    first_bucket[t] = b;
     XYZZ<F> acc = XYZZ<F>::inf();
 #if CUZK_ACC_PREFETCH
     u32 e = entries[lo];
@@ -219,19 +220,38 @@ __device__ __forceinline__ void accumulate_even(const Affine<F>* __restrict__ ba
     partials[(u64)b + t] = acc;
 }
 
+// Pieces of one bucket combined by a tree over rounds step = 1, 2, 4, ... (a crowded bucket, e.g. in a
+// short top window, has thousands of pieces: summing them in one thread took seconds). Bucket b's pieces
+// are the slots b + t, t in [t0, t1]; thread t (t > t0, so first_bucket[t] = b) is the right element of
+// the pair (t - step, t) when (t - t0) = step mod 2 step and adds its slot into the left one. After the
+// rounds, slot b + t0 holds the bucket.
+template <class F>
+__device__ __forceinline__ void combine_pieces(XYZZ<F>* __restrict__ partials, const u32* __restrict__ bounds,
+                                               const u32* __restrict__ first_bucket, u32 nthreads, u32 S, u32 step) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nthreads) return;
+    u32 b = first_bucket[t];
+    u32 t0 = bounds[b] / S;
+    if (t == t0 || (t - t0) % (2 * step) != step) return;
+    XYZZ<F> left = partials[(u64)b + t - step];
+    add(left, partials[(u64)b + t]);
+    partials[(u64)b + t - step] = left;
+}
+
+// the bucket's value after combine_pieces (infinity for an empty bucket)
+template <class F>
+__device__ __forceinline__ XYZZ<F> bucket_value(const XYZZ<F>* __restrict__ partials, const u32* __restrict__ bounds,
+                                                u64 b, u32 S) {
+    u32 e0 = bounds[b], e1 = bounds[b + 1];
+    return e1 > e0 ? partials[b + e0 / S] : XYZZ<F>::inf();
+}
+
 template <class F>
 __device__ __forceinline__ void bucket_sum_even(const XYZZ<F>* __restrict__ partials, const u32* __restrict__ bounds,
                                                 u32 total, u32 S, XYZZ<F>* __restrict__ buckets) {
     u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= total) return;
-    u32 lo = bounds[b], hi = bounds[b + 1];
-    XYZZ<F> acc = XYZZ<F>::inf();
-    if (hi > lo) {
-        u32 t0 = lo / S, t1 = (hi - 1) / S;
-        acc = partials[(u64)b + t0];
-        for (u32 t = t0 + 1; t <= t1; t++) add(acc, partials[(u64)b + t]);
-    }
-    buckets[b] = acc;
+    buckets[b] = bucket_value(partials, bounds, b, S);
 }
 
 template <class F>
@@ -265,8 +285,7 @@ __device__ __forceinline__ void segments(const XYZZ<F>* __restrict__ buckets, u3
     segA[g] = acc;
 }
 
-// segments() reading the even accumulation's pieces directly (no bucket array): bucket k of window w
-// is the sum of its pieces partials[gb + t], gb = w * nb + k (see accumulate_even). Saves the
+// segments() reading the even accumulation's combined pieces directly (no bucket array): saves the
 // bucket_sum pass, which wrote and re-read every bucket (4.8 GB at G1 2^26).
 template <class F>
 __device__ __forceinline__ void segments_even(const XYZZ<F>* __restrict__ partials, const u32* __restrict__ bounds, u32 S,
@@ -278,10 +297,7 @@ __device__ __forceinline__ void segments_even(const XYZZ<F>* __restrict__ partia
     XYZZ<F> acc = XYZZ<F>::inf(), sum = XYZZ<F>::inf();
     u32 lo = s * L, hi = umin(nb, lo + L);
     for (u32 k = hi; k > lo; k--) {
-        u64 gb = (u64)w * nb + (k - 1);
-        u32 e0 = bounds[gb], e1 = bounds[gb + 1];
-        if (e1 > e0)
-            for (u32 t = e0 / S; t <= (e1 - 1) / S; t++) add(acc, partials[gb + t]);
+        add(acc, bucket_value(partials, bounds, (u64)w * nb + (k - 1), S));
         add(sum, acc);
     }
     segT[g] = sum;
@@ -430,9 +446,14 @@ extern "C" __global__ void fr_mul_probe(Fr* data, int iters) { mul_probe<FrTag>(
         bucket_sum<F>(partials, item_offsets, nbuckets, buckets);                                                        \
     }                                                                                                                    \
     extern "C" __global__ void BOUNDS G##_accumulate_even(const Affine<F>* bases, const u32* entries, const u32* bounds,      \
-                                                    u32 total, u32 n_entries, u32 S, XYZZ<F>* partials) {               \
+                                                    u32 total, u32 n_entries, u32 S, XYZZ<F>* partials,                 \
+                                                    u32* first_bucket) {                                                \
         accumulate_even<HOT_F>(reinterpret_cast<const Affine<HOT_F>*>(bases), entries, bounds, total, n_entries, S,    \
-                               reinterpret_cast<XYZZ<HOT_F>*>(partials));                                                 \
+                               reinterpret_cast<XYZZ<HOT_F>*>(partials), first_bucket);                                   \
+    }                                                                                                                    \
+    extern "C" __global__ void G##_combine_pieces(XYZZ<F>* partials, const u32* bounds, const u32* first_bucket,         \
+                                                   u32 nthreads, u32 S, u32 step) {                                      \
+        combine_pieces<F>(partials, bounds, first_bucket, nthreads, S, step);                                           \
     }                                                                                                                    \
     extern "C" __global__ void G##_bucket_sum_even(const XYZZ<F>* partials, const u32* bounds, u32 total, u32 S,       \
                                                     XYZZ<F>* buckets) {                                                  \
