@@ -253,8 +253,9 @@ def main() -> int:
 
     for log_n in a.upload:
         host = np.ascontiguousarray(np.tile(fr.random(1 << 12), (1 << (log_n - 12), 1)))
-        for pinned in ("1", "0"):
+        for pinned, copy in (("1", "single"), ("1", "parallel"), ("0", "single")):
             os.environ["CUZK_PINNED"] = pinned
+            os.environ["CUZK_UPLOAD_COPY"] = copy
             xs = []
             for _ in range(a.reps + 1):
                 t = time.perf_counter()
@@ -262,8 +263,9 @@ def main() -> int:
                 cupy.cuda.get_current_stream().synchronize()
                 xs.append(time.perf_counter() - t)
                 d = None
-            report(f"upload pinned={pinned}", log_n, xs[1:], extra=f"{host.nbytes / statistics.median(xs[1:]) / 1e9:.1f} GB/s")
+            report(f"upload pinned={pinned} copy={copy}", log_n, xs[1:], extra=f"{host.nbytes / statistics.median(xs[1:]) / 1e9:.1f} GB/s")
         os.environ["CUZK_PINNED"] = "1"
+        os.environ.pop("CUZK_UPLOAD_COPY", None)
     for log_n in a.cpu:
         n = 1 << log_n
         from py_arkworks_bls12381 import G1Point

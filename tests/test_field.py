@@ -388,3 +388,12 @@ def test_domain_size_one():
     assert fr.to_ints(d.intt(a)) == [42]
     assert fr.to_ints(d.coset_ntt(a, 9)) == [42]
     assert fr.to_ints(d.coset_intt(a, 9)) == [42]
+
+
+def test_copy_into_copies_every_limb_and_checks_shapes():
+    a = fr.random(1001)
+    b = fr.zeros(1001)
+    assert fr.copy_into(b, a) is b
+    assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="shapes"):
+        fr.copy_into(fr.zeros(1000), a)

@@ -130,6 +130,12 @@ def _k_mul_sub(a, b, c, out):
 
 
 @nb.njit(parallel=True, cache=True)
+def _k_copy(src, out):
+    for k in nb.prange(src.shape[0]):
+        out[k, 0], out[k, 1], out[k, 2], out[k, 3] = src[k, 0], src[k, 1], src[k, 2], src[k, 3]
+
+
+@nb.njit(parallel=True, cache=True)
 def _k_to_mont(a, out):
     r0, r1, r2, r3 = _R2
     for k in nb.prange(a.shape[0]):
@@ -217,6 +223,15 @@ def mul_sub(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray | None 
     """a*b - c elementwise."""
     out = _out(a, out)
     _k_mul_sub(a, b, c, out)
+    return out
+
+
+def copy_into(out: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """out[:] = src on every core (a single-threaded memcpy runs at ~9 GB/s: the witness upload's
+    copy into a pinned staging buffer was bound by it)."""
+    if out.shape != src.shape:
+        raise ValueError(f"copy_into: shapes {out.shape} and {src.shape} differ")
+    _k_copy(src, out)
     return out
 
 

@@ -8,7 +8,8 @@ resident on the device, attached to the key (one copy per device).
 Switches (environment): ``CUZK_B_G2=gpu|cpu`` (default gpu), ``CUZK_PINNED=1|0`` (witness upload
 through a pinned staging buffer; default 1), ``CUZK_NTT_BATCH=1|0`` (a, b, c in one batched NTT launch
 per pass, phase ``ntt_abc``, or one after the other, phases ``ntt_a/b/c``; default 1),
-``CUZK_MSM_WINDOW`` (force a window size).
+``CUZK_MSM_WINDOW`` (force a window size), ``CUZK_UPLOAD_COPY=single|parallel`` (the copy into the
+pinned staging buffer on one thread or on every core; default single until measured on the device).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 import cupy
 import numpy as np
 
+from ..field import fr
 from ..groth16.keys import SNARKJS, ProvingKey
 from ..groth16.quotient import coset_params
 from ..timing import Timer
@@ -116,7 +118,10 @@ def upload_fr(v: np.ndarray) -> cupy.ndarray:
             buf = (mem, np.frombuffer(mem, dtype=np.uint8, count=max(nbytes, 1 << 20)))
             _pinned[dev] = buf
         stage = buf[1][:nbytes].view(np.uint64).reshape(v.shape)
-        np.copyto(stage, v)
+        if os.environ.get("CUZK_UPLOAD_COPY", "single") == "parallel" and v.ndim == 2:
+            fr.copy_into(stage, v)  # all host cores (measure against "single" before making it the default)
+        else:
+            np.copyto(stage, v)
         out = cupy.empty(v.shape, dtype=cupy.uint64)
         out.set(stage)
         cupy.cuda.get_current_stream().synchronize()  # the staging buffer is reused by the next upload
