@@ -189,11 +189,23 @@ def test_msm_accumulation_modes_match_cpu(mode, group, n, window, kind, monkeypa
     assert gmsm.msm(group, bases, cupy.asarray(s), window=window) == _cpu_msm(group, host, s), (mode, group, n, window)
 
 
-def test_msm_accumulation_mode_rejects_unknown(monkeypatch):
-    monkeypatch.setenv("CUZK_MSM_ACC", "fast")
+@pytest.mark.parametrize("mode", ["compact", "masked"])
+@pytest.mark.parametrize("group,n,kind", [(1, 1, "one"), (1, 5000, "one"), (1, 70001, "bits"), (1, 300, "zero"),
+                                          (1, (1 << 18) + 3, "bits"), (2, 4099, "bits"), (2, 17, "one")])
+def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
+    """Both sums of the bases whose scalar is one (compacted indices or a masked grid-stride loop)."""
+    monkeypatch.setenv("CUZK_MSM_ONES", mode)
+    bases, host = _device_bases(group, n, infinity_every=9 if n > 10 else 0)
+    s = _scalars(kind, n)
+    assert gmsm.msm(group, bases, cupy.asarray(s)) == _cpu_msm(group, host, s), (mode, group, n, kind)
+
+
+@pytest.mark.parametrize("var", ["CUZK_MSM_ACC", "CUZK_MSM_ONES"])
+def test_msm_mode_switches_reject_unknown(var, monkeypatch):
+    monkeypatch.setenv(var, "fast")
     bases, _ = _device_bases(1, 10)
-    with pytest.raises(ValueError, match="CUZK_MSM_ACC"):
-        gmsm.msm(1, bases, cupy.asarray(rand_fr(10)))
+    with pytest.raises(ValueError, match=var):
+        gmsm.msm(1, bases, cupy.asarray(rand_fr(10)))  # random: the bucket path and the ones check both run
 
 
 def test_msm_large_with_repeated_bases():

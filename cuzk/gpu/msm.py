@@ -148,6 +148,39 @@ class _Profile:
             _Profile.totals[name] = _Profile.totals.get(name, 0.0) + cupy.cuda.get_elapsed_time(a, b)
 
 
+def _accumulate_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bounds: cupy.ndarray, total: int,
+                     n_entries: int, max_count: int, op: str, prof: "_Profile", mark: str) -> tuple[cupy.ndarray, int]:
+    """Even accumulation of bucket-sorted ``entries`` (``bounds``: total + 1 bucket offsets), then the
+    tree rounds that combine each bucket's pieces; returns (partials, S): bucket b's sum is in slot
+    b + bounds[b] // S (see bucket_value in msm.cu). ``max_count``: the largest bucket."""
+    S = even_chunk(n_entries)
+    nthreads = -(-n_entries // S)
+    partials = _poisoned((total + nthreads, XYZZ_WORDS[group]))  # slots b + t; the unused ones are never read
+    first_bucket = cupy.empty(nthreads, dtype=cupy.uint32)
+    launch("msm", _k(group, "accumulate_even"), grid_for(nthreads, 128), 128,
+           (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials, first_bucket), op)
+    prof.mark(mark)
+    # a bucket's pieces: at most ceil(count / S) + 1 (one more when it starts inside a thread's range)
+    max_pieces = -(-max_count // S) + 1
+    step = 1
+    while step < max_pieces:  # tree rounds over the pieces of the crowded buckets
+        launch("msm", _k(group, "combine_pieces"), grid_for(nthreads, 128), 128,
+               (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step)), op)
+        step *= 2
+    return partials, S
+
+
+def ones_mode() -> str:
+    """How the bases of scalars equal to one are summed: "masked" (grid-stride loop over all n points,
+    adding where the flag says one: lanes of a warp idle where their point is not selected) or
+    "compact" (indices of the ones compacted first, then the even accumulation over them as one
+    bucket); CUZK_MSM_ONES. "compact" is not yet measured on the device: masked stays the default."""
+    mode = os.environ.get("CUZK_MSM_ONES", "masked")
+    if mode not in ("masked", "compact"):
+        raise ValueError(f"CUZK_MSM_ONES={mode!r}: expected masked or compact")
+    return mode
+
+
 def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool,
                stats: MsmStats) -> cupy.ndarray:
     """One MSM on device arrays; returns ([(window sum XYZZ words, shift)], window, ones-sum words)."""
@@ -164,7 +197,17 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         n_other, bits = (int(x) for x in cupy.asnumpy(cls))
         extra = cupy.zeros((1, words), dtype=cupy.uint64)
         n_extra = 0
-        if ones:
+        if ones and ones_mode() == "compact":
+            idx = cupy.flatnonzero(flags[:n] == 1).astype(cupy.uint32)
+            m = int(idx.size)
+            if m:
+                one_bucket = cupy.asarray(np.array([0, m], dtype=np.uint32))
+                part, _ = _accumulate_even(group, bases, idx, one_bucket, 1, m, m, op, prof, "ones_accumulate")
+                extra = part[:1]  # bucket 0's sum sits in slot 0
+                n_extra = 1
+            del idx
+            prof.mark("ones")
+        elif ones:
             nblocks = max(1, min(grid_for(n, rb), 132 * 16))
             part = _poisoned((nblocks, words))
             launch("msm", _k(group, "masked_sum"), nblocks, rb, (bases, flags, u32(n), np.uint8(1), part), op)
@@ -192,10 +235,7 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         del offsets64
         even = accumulation_mode() == "even"
         if even:
-            S = even_chunk(n_entries)
             max_count = int(counts.max())  # read now, while the host waits for the scan anyway
-            nthreads = -(-n_entries // S)
-            nitems = total + nthreads  # partial slots (b + t); the unused ones are never read
             bounds = cupy.empty(total + 1, dtype=cupy.uint32)
             bounds[:total] = offsets
             bounds[total] = n_entries
@@ -217,28 +257,17 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
             launch("msm", "msm_make_items", grid_for(total), BLOCK, (counts, offsets, item_offsets, u32(total), u32(ITEM_ENTRIES), item_start, item_len), op)
         del offsets
         prof.mark("scatter")
-        partials = _poisoned((max(1, nitems), words))
         fused = even and os.environ.get("CUZK_MSM_FUSED_SEGMENTS", "1") == "1"
         buckets = None if fused else _poisoned((total, words))
         if even:
-            first_bucket = cupy.empty(nthreads, dtype=cupy.uint32)
-            launch("msm", _k(group, "accumulate_even"), grid_for(nthreads, 128), 128,
-                   (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials, first_bucket), op)
+            partials, S = _accumulate_even(group, bases, entries, bounds, total, n_entries, max_count, op, prof, "accumulate")
             del entries
-            prof.mark("accumulate")
-            # a bucket's pieces: at most ceil(count / S) + 1 (one more when it starts inside a thread's range)
-            max_pieces = -(-max_count // S) + 1
-            step = 1
-            while step < max_pieces:  # tree rounds over the pieces of the crowded buckets
-                launch("msm", _k(group, "combine_pieces"), grid_for(nthreads, 128), 128,
-                       (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step)), op)
-                step *= 2
-            del first_bucket
             prof.mark("combine")
             if not fused:
                 launch("msm", _k(group, "bucket_sum_even"), grid_for(total, 128), 128, (partials, bounds, u32(total), u32(S), buckets), op)
                 del partials, bounds
         else:
+            partials = _poisoned((max(1, nitems), words))
             launch("msm", _k(group, "accumulate"), grid_for(nitems, 128), 128, (bases, entries, item_start, item_len, u32(nitems), partials), op)
             del entries, item_start, item_len
             prof.mark("accumulate")
