@@ -291,7 +291,10 @@ def test_drain_deadline_leaves_an_in_flight_job_journaled_for_the_restart(dev, t
     assert [ev for _, ev in e2.journal.events(job.job_id)].count("completed") == 1
 
 
-def test_finalizer_slots_are_per_device(tmp_path, monkeypatch):
+@pytest.fixture
+def two_cpu_devices(monkeypatch):
+    """Engines made while this is active see a second CPU "device" (cpu-b) with its own prover worker:
+    the per-device code paths of a multi-GPU host, exercised without GPUs."""
     from cuzk.engine import engine as engmod
 
     real = Engine._setup_devices
@@ -303,6 +306,42 @@ def test_finalizer_slots_are_per_device(tmp_path, monkeypatch):
         self.workers.append(engmod._Worker(len(self.workers), extra))
 
     monkeypatch.setattr(Engine, "_setup_devices", two_devices)
+
+
+def test_partitions_of_one_job_spread_across_devices(dev, engines, two_cpu_devices, monkeypatch):
+    """A 4-partition job on two devices: both devices prove partitions of it at the same time (two
+    prove_start calls meet at a barrier: with one device only, it times out and the test fails)."""
+    dc = dev["snarkjs"]
+    e = engines(**{"synthesis.partition_workers": 2, "pipeline.prover_queue_depth": 2})
+    assert [d.name for d in e.devices] == ["cpu", "cpu-b"]
+    meet = threading.Barrier(2, timeout=20)
+    met = []
+    real = prover.prove_start
+
+    def prove_start(*a, **k):
+        if len(met) < 2:
+            try:
+                meet.wait()
+                met.append(threading.current_thread().name)
+            except threading.BrokenBarrierError:
+                pass
+        return real(*a, **k)
+
+    monkeypatch.setattr(prover, "prove_start", prove_start)
+    e.register_circuit(dc.spec("h4", partitions=4))
+    job, _, _ = e.submit("h4", [("wtns", dc.witness(40 + i)) for i in range(4)])
+    rec = e.await_job(job.job_id, 60)
+    assert rec["status"] == "COMPLETED", rec
+    assert len(met) == 2, "the two devices never proved at the same time"
+    devices = [p["device"] for p in rec["partitions"]]
+    assert sorted(set(devices)) == ["cpu", "cpu-b"], devices
+    assert [p["index"] for p in rec["partitions"]] == [0, 1, 2, 3]  # results in partition order
+    for p, seed in zip(rec["partitions"], range(40, 44)):
+        w = parse_wtns(dc.witness(seed))
+        assert [int(x) for x in p["public"]] == fr.to_ints(w[1 : len(p["public"]) + 1])
+
+
+def test_finalizer_slots_are_per_device(tmp_path, two_cpu_devices):
     e = Engine(load_config(overrides={"daemon.state_dir": str(tmp_path), "gpus.backend": "cpu",
                                       "pipeline.finalizer_threads": 3}))
     try:

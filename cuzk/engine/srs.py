@@ -297,8 +297,9 @@ class SrsManager:
         """Caller holds self._lock; the entry has no reference on ``device``."""
         freed = e.hot.pop(device, 0)
         if e.pk is not None:
-            if device == "cpu":
-                e.pk.drop_objects()  # the mapped vectors stay (views of the mmap keep it open)
+            if not device.startswith("gpu:"):
+                if not any(not d.startswith("gpu:") for d in e.hot):  # CPU devices share the host objects
+                    e.pk.drop_objects()  # the mapped vectors stay (views of the mmap keep it open)
             else:
                 from ..gpu.backend import evict_device_key
 
@@ -362,7 +363,7 @@ class SrsManager:
             raise FailedPrecondition(f"circuit {e.id!r}: cannot load its proving key: {why}") from None
 
     def _promote_hot(self, e: Entry, pk: ProvingKey, device: str) -> int:
-        if device == "cpu":
+        if not device.startswith("gpu:"):  # a CPU device ("cpu"; the tests add a second one)
             need = cpu_hot_bytes(pk)
             self._evict_hot_for(device, need, e)
             pk.load_all()
