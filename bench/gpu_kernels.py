@@ -85,6 +85,16 @@ def check_against_cpu(group: int, log_n: int) -> bool:
     return gmsm.msm(group, b, cupy.asarray(s)) == want
 
 
+def check_ntt_against_cpu(log_n: int) -> bool:
+    """Natural-order NTT and the prover's iNTT + coset NTT, GPU against cuzk.field.ntt."""
+    from cuzk.field.ntt import domain as cpu_domain
+
+    x = fr.random(1 << log_n)
+    cd, gd = cpu_domain(log_n), gntt.domain(log_n)
+    ok = np.array_equal(cupy.asnumpy(gd.ntt(cupy.asarray(x))), cd.ntt(x))
+    return ok and np.array_equal(cupy.asnumpy(gd.evals_to_coset(cupy.asarray(x), 7)), cd.coset_ntt(cd.intt(x), 7))
+
+
 def mul_probe(field: str) -> float:
     """Field multiplications per second (4 independent chains per thread, 132*8 blocks of 256)."""
     words = 6 if field == "fq" else 4
@@ -194,7 +204,8 @@ def main() -> int:
                 t_ntt = statistics.median(timed(lambda: d.ntt(x), 3))
                 d = x = None
                 gntt._domain_cached.cache_clear()
-                ok = check_against_cpu(1, 12) and check_against_cpu(2, 10)
+                ok = check_against_cpu(1, 12) and check_against_cpu(2, 10) and check_ntt_against_cpu(13)
+                gntt._domain_cached.cache_clear()
                 for k, v in saved.items():
                     if v is None:
                         os.environ.pop(k, None)
@@ -237,6 +248,15 @@ def main() -> int:
         x = device_scalars(1 << log_n, "random")
         xs = timed(lambda: d.ntt(x), a.reps)
         report("NTT", log_n, xs, FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26)
+        radix_env = os.environ.get("CUZK_NTT_RADIX")
+        other = "2" if radix_env == "4" else "4"  # the other butterfly form, side by side
+        os.environ["CUZK_NTT_RADIX"] = other
+        xs = timed(lambda: d.ntt(x), a.reps)
+        report(f"  same, radix {other}", log_n, xs, FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26)
+        if radix_env is None:
+            os.environ.pop("CUZK_NTT_RADIX")
+        else:
+            os.environ["CUZK_NTT_RADIX"] = radix_env
         xs = timed(lambda: d.evals_to_coset(x, 7), a.reps)
         report("iNTT+coset NTT", log_n, xs)
         if log_n in (16, 20, 24, 26):  # the prover's a, b, c: one batched launch per pass vs three

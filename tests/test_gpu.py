@@ -44,9 +44,11 @@ def rand_fr(n: int) -> "np.ndarray":
 # NTT
 
 
+@pytest.mark.parametrize("radix", ["2", "4"])
 @pytest.mark.parametrize("gen", [5, 7])
 @pytest.mark.parametrize("log_n", [1, 2, 3, 5, 8, 10, 11, 12, 13, 15, 16, 18, 20])
-def test_ntt_matches_cpu(log_n, gen):
+def test_ntt_matches_cpu(log_n, gen, radix, monkeypatch):
+    monkeypatch.setenv("CUZK_NTT_RADIX", radix)
     n = 1 << log_n
     x = rand_fr(n)
     cd = cpu_domain(log_n, gen)
@@ -66,8 +68,10 @@ def test_ntt_matches_cpu(log_n, gen):
         assert np.array_equal(got, want), f"{name} 2^{log_n} gen {gen}"
 
 
+@pytest.mark.parametrize("radix", ["2", "4"])
 @pytest.mark.parametrize("log_n", [1, 4, 11, 16])
-def test_batched_ntt_equals_one_by_one(log_n):
+def test_batched_ntt_equals_one_by_one(log_n, radix, monkeypatch):
+    monkeypatch.setenv("CUZK_NTT_RADIX", radix)
     n = 1 << log_n
     xs = np.stack([rand_fr(n) for _ in range(3)])
     shift = 1 + secrets.randbelow(R - 1)
@@ -84,7 +88,9 @@ def test_batched_ntt_equals_one_by_one(log_n):
         assert np.array_equal(cupy.asnumpy(batch), np.stack(one)), op
 
 
-def test_ntt_round_trip_large():
+@pytest.mark.parametrize("radix", ["2", "4"])
+def test_ntt_round_trip_large(radix, monkeypatch):
+    monkeypatch.setenv("CUZK_NTT_RADIX", radix)
     log_n = 22
     x = cupy.asarray(np.tile(rand_fr(1 << 12), (1 << 10, 1)))
     ref = x.copy()

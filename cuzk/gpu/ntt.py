@@ -11,6 +11,7 @@ values on the domain at a coset, with no bit-reversal pass at all (what the prov
 from __future__ import annotations
 
 import functools
+import os
 
 import cupy
 import numpy as np
@@ -22,6 +23,15 @@ from .runtime import BLOCK, grid_for, launch, op_errors, u32
 
 TILE_LOG = 10  # stages per pass at most (2^10 elements, 32 KiB of shared memory)
 COALESCE_LOG = 4  # consecutive low indices per tile row when the pass works on high bits
+
+
+def ntt_radix() -> int:
+    """Butterfly stages per thread and barrier: 2 (one stage) or 4 (two stages, ntt_pass_r4);
+    CUZK_NTT_RADIX. Radix 4 is not yet measured on the device: 2 stays the default."""
+    r = os.environ.get("CUZK_NTT_RADIX", "2")
+    if r not in ("2", "4"):
+        raise ValueError(f"CUZK_NTT_RADIX={r!r}: expected 2 or 4")
+    return int(r)
 
 
 def plan_passes(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
@@ -86,9 +96,11 @@ class GpuDomain:
         tw = self.tw_inv if inverse else self.tw
         batch = self._check(a)
         op = f"NTT 2^{self.log_n} x{batch} ({'DIT' if dit else 'DIF'}{', inverse' if inverse else ''})"
+        radix4 = ntt_radix() == 4
         for lo, s, u in plan_passes(self.log_n, dit):
             grid = (1 << (self.log_n - s - u), batch)
-            launch("ntt", "ntt_pass", grid, 1 << (s + u - 1),
+            kernel, block = ("ntt_pass_r4", 1 << (s + u - 2)) if radix4 and s >= 2 else ("ntt_pass", 1 << (s + u - 1))
+            launch("ntt", kernel, grid, block,
                    (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit)), np.uint64(self.size)), op)
 
     def bit_reverse(self, a: cupy.ndarray) -> None:

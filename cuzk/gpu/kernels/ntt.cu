@@ -67,6 +67,127 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict_
     }
 }
 
+// Radix-4 form of ntt_pass (host switch CUZK_NTT_RADIX=4, passes with s >= 2): each thread takes two
+// consecutive stages at once on the four elements whose tile index differs in bits q and q+1, so a
+// pass needs half the barriers and half the shared-memory round trips for the same multiplications.
+// Stage q uses one twiddle for both of its butterflies (their indices agree below bit q); stage q+1
+// uses one for the pair without bit q and one for the pair with it. An odd s ends with one radix-2
+// stage, two butterflies per thread. Block size 2^(s+u-2).
+__device__ __forceinline__ Fr ntt_twiddle(const Fr* __restrict__ tw, u32 t, u32 q, u32 lo, u64 low_global, u32 log_n) {
+    u64 imod = (((u64)(t & ((1u << q) - 1))) << lo) | low_global;
+    return load<FrTag>(tw + (imod << (log_n - 1 - (lo + q))));
+}
+
+extern "C" __global__ void ntt_pass_r4(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
+                                       u32 dit, u64 stride) {
+    __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
+    data += blockIdx.y * stride;
+    const u32 tile_log = s + u;
+    const u32 nthreads = 1u << (tile_log - 2);
+    const u32 k = threadIdx.x;
+    if (k >= nthreads) return;
+    const u32 low_chunks_log = lo - u;
+    const u64 b = blockIdx.x;
+    const u64 low_chunk = b & ((1ull << low_chunks_log) - 1);
+    const u64 high = b >> low_chunks_log;
+    const u64 base = (high << (lo + s)) | (low_chunk << u);
+    const u32 umask = (1u << u) - 1;
+
+#pragma unroll
+    for (int h = 0; h < 4; h++) {
+        u32 x = k + h * nthreads;
+        tile[x] = load<FrTag>(data + (base | ((u64)(x >> u) << lo) | (x & umask)));
+    }
+    __syncthreads();
+
+    const u32 l = k & umask;
+    const u32 j = k >> u;
+    const u64 low_global = (low_chunk << u) | l;
+    auto radix4 = [&](u32 q) {
+        u32 t0 = ((j >> q) << (q + 2)) | (j & ((1u << q) - 1));
+        u32 x00 = (t0 << u) | l, x10 = ((t0 | (1u << q)) << u) | l;
+        u32 x01 = ((t0 | (2u << q)) << u) | l, x11 = ((t0 | (3u << q)) << u) | l;
+        Fr v00 = tile[x00], v10 = tile[x10], v01 = tile[x01], v11 = tile[x11];
+        Fr wa = ntt_twiddle(tw, t0, q, lo, low_global, log_n);
+        Fr wb = ntt_twiddle(tw, t0, q + 1, lo, low_global, log_n);
+        Fr wc = ntt_twiddle(tw, t0 | (1u << q), q + 1, lo, low_global, log_n);
+        if (dit) {  // stage q, then q + 1
+            Fr m = mul<FrTag>(v10, wa);
+            v10 = sub<FrTag>(v00, m);
+            v00 = add<FrTag>(v00, m);
+            m = mul<FrTag>(v11, wa);
+            v11 = sub<FrTag>(v01, m);
+            v01 = add<FrTag>(v01, m);
+            m = mul<FrTag>(v01, wb);
+            v01 = sub<FrTag>(v00, m);
+            v00 = add<FrTag>(v00, m);
+            m = mul<FrTag>(v11, wc);
+            v11 = sub<FrTag>(v10, m);
+            v10 = add<FrTag>(v10, m);
+        } else {  // stage q + 1, then q
+            Fr d = sub<FrTag>(v00, v01);
+            v00 = add<FrTag>(v00, v01);
+            v01 = mul<FrTag>(d, wb);
+            d = sub<FrTag>(v10, v11);
+            v10 = add<FrTag>(v10, v11);
+            v11 = mul<FrTag>(d, wc);
+            d = sub<FrTag>(v00, v10);
+            v00 = add<FrTag>(v00, v10);
+            v10 = mul<FrTag>(d, wa);
+            d = sub<FrTag>(v01, v11);
+            v01 = add<FrTag>(v01, v11);
+            v11 = mul<FrTag>(d, wa);
+        }
+        tile[x00] = v00;
+        tile[x10] = v10;
+        tile[x01] = v01;
+        tile[x11] = v11;
+    };
+    auto radix2 = [&](u32 q) {  // two butterflies per thread: j and j + 2^(s-2)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            u32 jb = j + h * (1u << (s - 2));
+            u32 t0 = ((jb >> q) << (q + 1)) | (jb & ((1u << q) - 1));
+            u32 x0 = (t0 << u) | l, x1 = ((t0 | (1u << q)) << u) | l;
+            Fr w = ntt_twiddle(tw, t0, q, lo, low_global, log_n);
+            Fr a = tile[x0], c = tile[x1];
+            if (dit) {
+                Fr m = mul<FrTag>(c, w);
+                tile[x0] = add<FrTag>(a, m);
+                tile[x1] = sub<FrTag>(a, m);
+            } else {
+                tile[x0] = add<FrTag>(a, c);
+                tile[x1] = mul<FrTag>(sub<FrTag>(a, c), w);
+            }
+        }
+    };
+    if (dit) {
+        for (u32 q = 0; q + 1 < s; q += 2) {
+            radix4(q);
+            __syncthreads();
+        }
+        if (s & 1) {
+            radix2(s - 1);
+            __syncthreads();
+        }
+    } else {
+        for (int q = (int)s - 2; q >= 0; q -= 2) {
+            radix4((u32)q);
+            __syncthreads();
+        }
+        if (s & 1) {
+            radix2(0);
+            __syncthreads();
+        }
+    }
+
+#pragma unroll
+    for (int h = 0; h < 4; h++) {
+        u32 x = k + h * nthreads;
+        store<FrTag>(data + (base | ((u64)(x >> u) << lo) | (x & umask)), tile[x]);
+    }
+}
+
 __device__ __forceinline__ u32 bitrev(u32 i, u32 log_n) { return log_n ? (__brev(i) >> (32 - log_n)) : 0; }
 
 extern "C" __global__ void fr_bit_reverse(Fr* __restrict__ data, u32 log_n, u64 stride) {
