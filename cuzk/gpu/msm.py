@@ -203,7 +203,8 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
             if m:
                 one_bucket = cupy.asarray(np.array([0, m], dtype=np.uint32))
                 part, _ = _accumulate_even(group, bases, idx, one_bucket, 1, m, m, op, prof, "ones_accumulate")
-                extra = part[:1]  # bucket 0's sum sits in slot 0
+                extra = part[:1].copy()  # bucket 0's sum sits in slot 0; the pieces are freed now
+                del part
                 n_extra = 1
             del idx
             prof.mark("ones")
