@@ -181,7 +181,7 @@ def test_msm_window_override(window):
     assert gmsm.msm(1, bases, cupy.asarray(s), window=window, ones=False) == want
 
 
-@pytest.mark.parametrize("mode", ["even", "even-unfused", "items"])
+@pytest.mark.parametrize("mode", ["even", "even-unfused", "even-S5", "even-S64", "items"])
 @pytest.mark.parametrize("group,n,window,kind", [
     (1, 1, None, "random"), (1, 3000, 4, "random"), (1, 3000, 9, "bits"), (1, 70001, None, "random"),
     (1, (1 << 18) + 5, None, "small"), (1, 70001, 21, "random"), (2, 2000, 5, "random"), (2, 4099, None, "bits")])
@@ -190,20 +190,26 @@ def test_msm_accumulation_modes_match_cpu(mode, group, n, window, kind, monkeypa
     windows make every bucket span many threads of the even mode."""
     monkeypatch.setenv("CUZK_MSM_ACC", mode.split("-")[0])
     monkeypatch.setenv("CUZK_MSM_FUSED_SEGMENTS", "0" if mode.endswith("unfused") else "1")
+    if "-S" in mode:  # entries per thread forced: the production 64 and an odd value, on small inputs
+        monkeypatch.setenv("CUZK_MSM_EVEN_S", mode.split("-S")[1])
     bases, host = _device_bases(group, n, infinity_every=11 if n > 10 else 0)
     s = _scalars(kind, n)
     assert gmsm.msm(group, bases, cupy.asarray(s), window=window) == _cpu_msm(group, host, s), (mode, group, n, window)
 
 
-@pytest.mark.parametrize("mode", ["compact", "masked"])
+@pytest.mark.parametrize("mode", ["compact", "compact-S64", "masked"])
 @pytest.mark.parametrize("group,n,kind", [(1, 1, "one"), (1, 5000, "one"), (1, 70001, "bits"), (1, 300, "zero"),
                                           (1, (1 << 18) + 3, "bits"), (2, 4099, "bits"), (2, 17, "one")])
 def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
     """Both sums of the bases whose scalar is one (compacted indices or a masked grid-stride loop)."""
-    monkeypatch.setenv("CUZK_MSM_ONES", mode)
+    monkeypatch.setenv("CUZK_MSM_ONES", mode.split("-")[0])
+    if mode.endswith("S64"):
+        monkeypatch.setenv("CUZK_MSM_EVEN_S", "64")
     bases, host = _device_bases(group, n, infinity_every=9 if n > 10 else 0)
     s = _scalars(kind, n)
-    assert gmsm.msm(group, bases, cupy.asarray(s)) == _cpu_msm(group, host, s), (mode, group, n, kind)
+    st = gmsm.MsmStats(n, 0, 0)
+    assert gmsm.msm(group, bases, cupy.asarray(s), stats=st) == _cpu_msm(group, host, s), (mode, group, n, kind)
+    assert st.ones == int(np.sum(np.all(s == fr.one_mont(), axis=1))), "MsmStats.ones counts the one-scalars"
 
 
 @pytest.mark.parametrize("var", ["CUZK_MSM_ACC", "CUZK_MSM_ONES"])

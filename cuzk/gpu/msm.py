@@ -75,7 +75,11 @@ def accumulation_mode() -> str:
 
 def even_chunk(n_entries: int) -> int:
     """Entries per thread for the even accumulation: 64, fewer when that would leave the GPU with
-    under ~2^19 threads (132 SMs x 384 resident threads x ~10 waves), never under 4."""
+    under ~2^19 threads (132 SMs x 384 resident threads x ~10 waves), never under 4.
+    CUZK_MSM_EVEN_S forces a value (tuning, and tests of the production value on small inputs)."""
+    env = os.environ.get("CUZK_MSM_EVEN_S")
+    if env:
+        return max(1, int(env))
     return max(4, min(64, n_entries >> 19))
 
 
@@ -156,7 +160,7 @@ def _accumulate_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bou
     S = even_chunk(n_entries)
     nthreads = -(-n_entries // S)
     partials = _poisoned((total + nthreads, XYZZ_WORDS[group]))  # slots b + t; the unused ones are never read
-    first_bucket = cupy.empty(nthreads, dtype=cupy.uint32)
+    first_bucket = _poisoned(nthreads, cupy.uint32)
     launch("msm", _k(group, "accumulate_even"), grid_for(nthreads, 128), 128,
            (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials, first_bucket), op)
     prof.mark(mark)
@@ -182,7 +186,7 @@ def ones_mode() -> str:
 
 
 def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool,
-               stats: MsmStats) -> cupy.ndarray:
+               stats: MsmStats) -> tuple[list, int, np.ndarray | None]:
     """One MSM on device arrays; returns ([(window sum XYZZ words, shift)], window, ones-sum words)."""
     n = scalars.shape[0]
     words = XYZZ_WORDS[group]
@@ -207,6 +211,7 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
                 del part
                 n_extra = 1
             del idx
+            stats.ones += m
             prof.mark("ones")
         elif ones:
             nblocks = max(1, min(grid_for(n, rb), 132 * 16))
@@ -214,6 +219,7 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
             launch("msm", _k(group, "masked_sum"), nblocks, rb, (bases, flags, u32(n), np.uint8(1), part), op)
             launch("msm", _k(group, "reduce"), 1, rb, (part, u32(nblocks), extra), op)
             n_extra = 1
+            stats.ones += int(cupy.count_nonzero(flags[:n] == 1))
             prof.mark("ones")
         stats.nonzero += n_other
         if n_other == 0:
@@ -298,8 +304,6 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         launch("msm", _k(group, "window_final"), nwin, rb, (partX, partY, u32(G), np.int32(seg_log), win), op)
         del partX, partY
         prof.mark("window")
-        if ones:
-            stats.ones += int(cupy.count_nonzero(flags[:n] == 1))
         win_host = cupy.asnumpy(win)
         prof.flush()
         return [(win_host[w], c * w) for w in range(nwin)], c, cupy.asnumpy(extra)[0] if n_extra else None
