@@ -201,6 +201,7 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         n_other, bits = (int(x) for x in cupy.asnumpy(cls))
         extra = cupy.zeros((1, words), dtype=cupy.uint64)
         n_extra = 0
+        ones_count = 0
         if ones and ones_mode() == "compact":
             idx = cupy.flatnonzero(flags[:n] == 1).astype(cupy.uint32)
             m = int(idx.size)
@@ -211,7 +212,7 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
                 del part
                 n_extra = 1
             del idx
-            stats.ones += m
+            ones_count = m
             prof.mark("ones")
         elif ones:
             nblocks = max(1, min(grid_for(n, rb), 132 * 16))
@@ -219,10 +220,11 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
             launch("msm", _k(group, "masked_sum"), nblocks, rb, (bases, flags, u32(n), np.uint8(1), part), op)
             launch("msm", _k(group, "reduce"), 1, rb, (part, u32(nblocks), extra), op)
             n_extra = 1
-            stats.ones += int(cupy.count_nonzero(flags[:n] == 1))
+            ones_count = cupy.count_nonzero(flags[:n] == 1)  # read at the end: no host sync here
             prof.mark("ones")
         stats.nonzero += n_other
         if n_other == 0:
+            stats.ones += int(ones_count)
             prof.flush()
             return [], 0, cupy.asnumpy(extra)[0] if n_extra else None
         c = window or choose_window(n_other, group, bits)
@@ -305,6 +307,7 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         del partX, partY
         prof.mark("window")
         win_host = cupy.asnumpy(win)
+        stats.ones += int(ones_count)
         prof.flush()
         return [(win_host[w], c * w) for w in range(nwin)], c, cupy.asnumpy(extra)[0] if n_extra else None
 
