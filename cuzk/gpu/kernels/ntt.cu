@@ -14,6 +14,30 @@
 
 #define NTT_MAX_TILE_LOG 10
 
+// global index of tile element x = t * 2^u + l: base | (t << lo) | l
+__device__ __forceinline__ u64 tile_global(u64 base, u32 x, u32 u, u32 lo) {
+    return base | ((u64)(x >> u) << lo) | (x & ((1u << u) - 1));
+}
+
+// twiddle of the butterfly whose lower tile index is t, at tile bit q (global bit lo + q)
+__device__ __forceinline__ Fr ntt_twiddle(const Fr* __restrict__ tw, u32 t, u32 q, u32 lo, u64 low_global, u32 log_n) {
+    u64 imod = (((u64)(t & ((1u << q) - 1))) << lo) | low_global;
+    return load<FrTag>(tw + (imod << (log_n - 1 - (lo + q))));
+}
+
+// one radix-2 butterfly on tile[x0], tile[x1]: DIT (a + wc, a - wc) or DIF (a + c, (a - c) w)
+__device__ __forceinline__ void radix2_butterfly(Fr* tile, u32 x0, u32 x1, const Fr& w, u32 dit) {
+    Fr a = tile[x0], c = tile[x1];
+    if (dit) {
+        Fr m = mul<FrTag>(c, w);
+        tile[x0] = add<FrTag>(a, m);
+        tile[x1] = sub<FrTag>(a, m);
+    } else {
+        tile[x0] = add<FrTag>(a, c);
+        tile[x1] = mul<FrTag>(sub<FrTag>(a, c), w);
+    }
+}
+
 extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
                                     u32 dit, u64 stride) {
     __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
@@ -28,12 +52,10 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict_
     const u64 high = b >> low_chunks_log;
     const u64 base = (high << (lo + s)) | (low_chunk << u);
 
-    // load: shared index x = t * 2^u + l  <->  global index base | (t << lo) | l
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         u32 x = k + half * nthreads;
-        u32 t = x >> u, l = x & ((1u << u) - 1);
-        tile[x] = load<FrTag>(data + (base | ((u64)t << lo) | l));
+        tile[x] = load<FrTag>(data + tile_global(base, x, u, lo));
     }
     __syncthreads();
 
@@ -42,28 +64,15 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict_
     const u64 low_global = (low_chunk << u) | l;
     for (u32 st = 0; st < s; st++) {
         u32 q = dit ? st : (s - 1 - st);  // bit inside the tile's t index
-        u32 p = lo + q;                    // global bit
         u32 t0 = ((j >> q) << (q + 1)) | (j & ((1u << q) - 1));
-        u32 x0 = (t0 << u) | l, x1 = ((t0 | (1u << q)) << u) | l;
-        u64 imod = (((u64)(t0 & ((1u << q) - 1))) << lo) | low_global;
-        Fr w = load<FrTag>(tw + (imod << (log_n - 1 - p)));
-        Fr a = tile[x0], c = tile[x1];
-        if (dit) {
-            Fr m = mul<FrTag>(c, w);
-            tile[x0] = add<FrTag>(a, m);
-            tile[x1] = sub<FrTag>(a, m);
-        } else {
-            tile[x0] = add<FrTag>(a, c);
-            tile[x1] = mul<FrTag>(sub<FrTag>(a, c), w);
-        }
+        radix2_butterfly(tile, (t0 << u) | l, ((t0 | (1u << q)) << u) | l, ntt_twiddle(tw, t0, q, lo, low_global, log_n), dit);
         __syncthreads();
     }
 
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         u32 x = k + half * nthreads;
-        u32 t = x >> u, ll = x & ((1u << u) - 1);
-        store<FrTag>(data + (base | ((u64)t << lo) | ll), tile[x]);
+        store<FrTag>(data + tile_global(base, x, u, lo), tile[x]);
     }
 }
 
@@ -73,11 +82,6 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict_
 // Stage q uses one twiddle for both of its butterflies (their indices agree below bit q); stage q+1
 // uses one for the pair without bit q and one for the pair with it. An odd s ends with one radix-2
 // stage, two butterflies per thread. Block size 2^(s+u-2).
-__device__ __forceinline__ Fr ntt_twiddle(const Fr* __restrict__ tw, u32 t, u32 q, u32 lo, u64 low_global, u32 log_n) {
-    u64 imod = (((u64)(t & ((1u << q) - 1))) << lo) | low_global;
-    return load<FrTag>(tw + (imod << (log_n - 1 - (lo + q))));
-}
-
 extern "C" __global__ void ntt_pass_r4(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
                                        u32 dit, u64 stride) {
     __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
@@ -96,7 +100,7 @@ extern "C" __global__ void ntt_pass_r4(Fr* __restrict__ data, const Fr* __restri
 #pragma unroll
     for (int h = 0; h < 4; h++) {
         u32 x = k + h * nthreads;
-        tile[x] = load<FrTag>(data + (base | ((u64)(x >> u) << lo) | (x & umask)));
+        tile[x] = load<FrTag>(data + tile_global(base, x, u, lo));
     }
     __syncthreads();
 
@@ -148,17 +152,7 @@ extern "C" __global__ void ntt_pass_r4(Fr* __restrict__ data, const Fr* __restri
         for (int h = 0; h < 2; h++) {
             u32 jb = j + h * (1u << (s - 2));
             u32 t0 = ((jb >> q) << (q + 1)) | (jb & ((1u << q) - 1));
-            u32 x0 = (t0 << u) | l, x1 = ((t0 | (1u << q)) << u) | l;
-            Fr w = ntt_twiddle(tw, t0, q, lo, low_global, log_n);
-            Fr a = tile[x0], c = tile[x1];
-            if (dit) {
-                Fr m = mul<FrTag>(c, w);
-                tile[x0] = add<FrTag>(a, m);
-                tile[x1] = sub<FrTag>(a, m);
-            } else {
-                tile[x0] = add<FrTag>(a, c);
-                tile[x1] = mul<FrTag>(sub<FrTag>(a, c), w);
-            }
+            radix2_butterfly(tile, (t0 << u) | l, ((t0 | (1u << q)) << u) | l, ntt_twiddle(tw, t0, q, lo, low_global, log_n), dit);
         }
     };
     if (dit) {
@@ -184,7 +178,7 @@ extern "C" __global__ void ntt_pass_r4(Fr* __restrict__ data, const Fr* __restri
 #pragma unroll
     for (int h = 0; h < 4; h++) {
         u32 x = k + h * nthreads;
-        store<FrTag>(data + (base | ((u64)(x >> u) << lo) | (x & umask)), tile[x]);
+        store<FrTag>(data + tile_global(base, x, u, lo), tile[x]);
     }
 }
 
