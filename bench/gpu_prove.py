@@ -52,7 +52,8 @@ def _gpu_backend(b_g2: str):
     return be
 
 
-def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shapes: list[str]) -> dict:
+def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shapes: list[str],
+             witness_modes: list[str]) -> dict:
     shape, n, label = parse_case(spec)
     if shape not in cpu_b_g2_shapes:  # a dense full-scalar G2 MSM on CPU threads would take minutes
         b_g2 = [x for x in b_g2 if x != "cpu"] or ["gpu"]
@@ -74,20 +75,31 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
         evict_device_key(pk, cupy.cuda.Device().id)
         pool.free_all_blocks()
         pk.load_all()
-    # B_G2 placements (GPU backend only) are interleaved rep by rep; the first one is the main figure
-    backends = {"": backend} if backend == "cpu" else {f"b_g2={x}": _gpu_backend(x) for x in b_g2}
-    for be in backends.values():  # warm-up
-        res = prover.prove(pk, circ.witness, backend=be)
+    # configurations (GPU backend only: B_G2 placement x witness memory) are interleaved rep by rep; the
+    # first one is the main figure. "pinned": the witness already in page-locked memory, as the daemon's
+    # synthesis workers leave it with gpus.pinned_witness (the copy is made here, outside the timing)
+    witnesses = {"pageable": circ.witness}
+    if backend == "gpu" and "pinned" in witness_modes:
+        from cuzk.gpu.backend import to_pinned
+
+        witnesses["pinned"] = to_pinned(circ.witness)
+    if backend == "cpu":
+        configs = {"": (backend, circ.witness)}
+    else:
+        configs = {f"b_g2={x}" + ("" if len(witness_modes) == 1 else f" witness={wm}"): (_gpu_backend(x), witnesses[wm])
+                   for x in b_g2 for wm in witness_modes}
+    for be, wit in configs.values():  # warm-up
+        res = prover.prove(pk, wit, backend=be)
         assert verifier.verify(pk.vk, res.public, res.proof)
-    runs = {k: [] for k in backends}
+    runs = {k: [] for k in configs}
     peak = 0
     for _ in range(reps):
-        for k, be in backends.items():
-            res = prover.prove(pk, circ.witness, backend=be)
+        for k, (be, wit) in configs.items():
+            res = prover.prove(pk, wit, backend=be)
             assert verifier.verify(pk.vk, res.public, res.proof)
             runs[k].append(res.timings)
             peak = max(peak, pool.total_bytes())
-    main_key = next(iter(backends))
+    main_key = next(iter(configs))
     phases = runs[main_key]
     totals = [p["total"] / 1e3 for p in phases]
     med = {k: statistics.median(p[k] for p in phases) for k in phases[0]}
@@ -102,16 +114,17 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
     if len(runs) > 1:
         row["placements"] = {k: {"total_median_s": statistics.median(p["total"] for p in v) / 1e3,
                                  "gpu_part_median_s": statistics.median(p["gpu_part"] for p in v) / 1e3,
-                                 "msm_b_g2_median_ms": statistics.median(p["msm_b_g2"] for p in v)}
+                                 "msm_b_g2_median_ms": statistics.median(p["msm_b_g2"] for p in v),
+                                 "upload_median_ms": statistics.median(p["upload"] for p in v)}
                              for k, v in runs.items()}
         for k, v in row["placements"].items():
             print(f"    {k}: total {v['total_median_s']:.3f} s, GPU part {v['gpu_part_median_s']:.3f} s, "
-                  f"msm_b_g2 {v['msm_b_g2_median_ms']:.1f} ms", flush=True)
+                  f"msm_b_g2 {v['msm_b_g2_median_ms']:.1f} ms, upload {v['upload_median_ms']:.1f} ms", flush=True)
     print(f"{label:<14} {backend}: total {row['total_s']['median']:.3f} s ({min(totals):.3f}-{max(totals):.3f}), "
           f"GPU part {row['gpu_part_s']:.3f} s, setup {t_setup:.1f} s, synth {t_synth:.1f} s, "
           f"GPU pool {row['gpu_pool_peak_gib']:.1f} GiB, RSS {row['host_rss_gib']:.1f} GiB", flush=True)
     print("    " + " ".join(f"{k}={v:.1f}" for k, v in med.items()), flush=True)
-    del pk, circ
+    del pk, circ, witnesses, configs
     pool.free_all_blocks()
     return row
 
@@ -122,6 +135,9 @@ def main() -> int:
     ap.add_argument("--cpu-cases", nargs="*", default=["dense:16", "dense:18", "dense:20"])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", default="")
+    ap.add_argument("--witness", nargs="+", default=["pageable"], choices=["pageable", "pinned"],
+                    help="witness memory to compare on the GPU backend (interleaved): pageable numpy, or already "
+                         "page-locked as the daemon's gpus.pinned_witness leaves it")
     ap.add_argument("--cpu-b-g2-shapes", nargs="*", default=["porep"],
                     help="shapes on which B_G2 on CPU threads is compared (sparse 0/1 witnesses)")
     ap.add_argument("--b-g2", nargs="+", default=["gpu", "cpu"], choices=["gpu", "cpu"],
@@ -131,7 +147,7 @@ def main() -> int:
     for backend, cases, reps in (("gpu", a.cases, a.reps), ("cpu", a.cpu_cases, 1)):
         for c in cases:
             try:
-                rows.append(run_case(c, backend, reps, a.b_g2, a.cpu_b_g2_shapes))
+                rows.append(run_case(c, backend, reps, a.b_g2, a.cpu_b_g2_shapes, a.witness))
             except Exception as e:  # one failing case must not lose the others' figures
                 failed += 1
                 print(f"{c} {backend}: FAILED: {type(e).__name__}: {e}", flush=True)

@@ -315,6 +315,32 @@ def test_pinned_switch_gives_same_upload(monkeypatch):
     assert np.array_equal(a, v) and np.array_equal(b, v)
 
 
+@pytest.mark.parametrize("copy", ["single", "parallel"])
+def test_pinned_witness_uploads_by_dma_and_staging_copies_agree(copy, monkeypatch):
+    from cuzk.gpu.backend import is_pinned, to_pinned, upload_fr
+
+    monkeypatch.setenv("CUZK_UPLOAD_COPY", copy)
+    v = rand_fr(70001)
+    pv = to_pinned(v)
+    assert is_pinned(pv) and not is_pinned(v)
+    assert np.array_equal(pv, v)
+    assert np.array_equal(cupy.asnumpy(upload_fr(pv)), v)  # one DMA from the page-locked copy
+    assert np.array_equal(cupy.asnumpy(upload_fr(v)), v)  # through the staging buffer, copied by `copy`
+
+
+def test_gpu_prover_with_a_pinned_witness_equals_pageable():
+    from cuzk.gpu.backend import to_pinned
+    from cuzk.groth16 import prover, zkey
+    from cuzk.r1cs import wtns
+
+    pk = zkey.read_zkey(FIX / "example" / "circuit.zkey")
+    w = wtns.read_wtns(FIX / "example" / "witness.wtns")
+    r, s = secrets.randbelow(R), secrets.randbelow(R)
+    a = prover.prove(pk, w, backend="gpu", r=r, s=s)
+    b = prover.prove(pk, to_pinned(w), backend="gpu", r=r, s=s)
+    assert a.proof == b.proof
+
+
 # ---------------------------------------------------------------------------------------------
 # GPU setup
 

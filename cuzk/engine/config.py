@@ -52,6 +52,9 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
      'named takes any circuit; ignored on the CPU backend'),
     ("gpus", "gpu_workers_per_device", 2, "int",
      "prover workers per GPU (one runs kernels while the other prepares; kernels are serialized per device)"),
+    ("gpus", "pinned_witness", False, "bool",
+     "GPU backend: synthesis workers copy each witness into page-locked memory, so the upload in the "
+     "prover is one DMA instead of a copy through a staging buffer on the GPU's critical path"),
     ("gpus", "cpu_workers", 1, "int",
      "prover workers of the CPU backend (its MSMs already use every core through the MSM thread pool)"),
     ("cpu", "threads", 0, "int", "MSM thread-pool size (CUZK_CPU_THREADS); 0 = all cores"),

@@ -652,6 +652,12 @@ class Engine:
             msg = job.circuit.violation(w)
             if msg:
                 raise JobFailure(f"partition {part.index}: {msg}")
+        if self.backend_name == "gpu" and self.config.gpus.pinned_witness:
+            from ..gpu.backend import to_pinned
+
+            w = to_pinned(w)  # here, in parallel with the GPU's current proof, not inside the next one
+            if part.witness is not None:
+                part.witness = w  # one host copy per partition, as before
         t2 = time.perf_counter()
         part.witness_ms = (t1 - t0) * 1e3
         part.check_ms = (t2 - t1) * 1e3 if check else 0.0

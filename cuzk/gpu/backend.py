@@ -105,10 +105,38 @@ _pinned_lock = threading.Lock()
 _pinned: dict[int, tuple[object, np.ndarray]] = {}
 
 
+def is_pinned(v: np.ndarray) -> bool:
+    """Whether ``v``'s memory is page-locked host memory (CUDA reports it as host memory)."""
+    try:
+        attrs = cupy.cuda.runtime.pointerGetAttributes(v.ctypes.data)
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return False
+    return getattr(attrs, "type", 0) == getattr(cupy.cuda.runtime, "memoryTypeHost", 1)
+
+
+def to_pinned(v: np.ndarray) -> np.ndarray:
+    """A copy of ``v`` in page-locked host memory (CuPy's pinned pool; returned to it when the array is
+    gone). The daemon's synthesis workers call it (``gpus.pinned_witness``) so that the copy happens
+    off the GPU's critical path and the upload is one DMA."""
+    mem = cupy.cuda.alloc_pinned_memory(max(1, v.nbytes))
+    out = np.frombuffer(mem, dtype=v.dtype, count=v.size).reshape(v.shape)
+    if os.environ.get("CUZK_UPLOAD_COPY", "single") == "parallel" and v.ndim == 2 and v.shape[1:] == (4,):
+        fr.copy_into(out, v)
+    else:
+        np.copyto(out, v)
+    return out
+
+
 def upload_fr(v: np.ndarray) -> cupy.ndarray:
-    """Host Fr vector -> device, through a reused pinned staging buffer unless CUZK_PINNED=0."""
+    """Host Fr vector -> device: one DMA when ``v`` is already page-locked (``to_pinned``), else through
+    a reused pinned staging buffer unless CUZK_PINNED=0."""
     if os.environ.get("CUZK_PINNED", "1") == "0":
         return cupy.asarray(v)
+    if v.flags.c_contiguous and is_pinned(v):
+        out = cupy.empty(v.shape, dtype=cupy.uint64)
+        out.set(v)
+        cupy.cuda.get_current_stream().synchronize()  # the caller may reuse or free v afterwards
+        return out
     nbytes = v.nbytes
     with _pinned_lock:
         dev = cupy.cuda.Device().id
