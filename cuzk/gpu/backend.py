@@ -106,12 +106,24 @@ _pinned: dict[int, tuple[object, np.ndarray]] = {}
 
 
 def is_pinned(v: np.ndarray) -> bool:
-    """Whether ``v``'s memory is page-locked host memory (CUDA reports it as host memory)."""
+    """Whether ``v``'s memory is page-locked host memory: an array over CuPy pinned memory (what
+    ``to_pinned`` makes), or memory CUDA reports as host memory mapped for the device. A wrong "yes"
+    would only cost speed: the upload from pageable memory is then a synchronous copy, still correct."""
+    b = v
+    while isinstance(b, np.ndarray):
+        b = b.base
+    if isinstance(b, memoryview):
+        b = b.obj
+    if isinstance(b, cupy.cuda.PinnedMemoryPointer):
+        return True
     try:
         attrs = cupy.cuda.runtime.pointerGetAttributes(v.ctypes.data)
     except cupy.cuda.runtime.CUDARuntimeError:
         return False
-    return getattr(attrs, "type", 0) == getattr(cupy.cuda.runtime, "memoryTypeHost", 1)
+    kind = getattr(attrs, "type", getattr(attrs, "memoryType", None))  # not exposed by every CuPy
+    if kind is not None:
+        return kind == 1  # cudaMemoryTypeHost
+    return bool(attrs.devicePointer) and bool(attrs.hostPointer)
 
 
 def to_pinned(v: np.ndarray) -> np.ndarray:
