@@ -212,6 +212,18 @@ def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
     assert st.ones == int(np.sum(np.all(s == fr.one_mont(), axis=1))), "MsmStats.ones counts the one-scalars"
 
 
+@pytest.mark.parametrize("group,n,kind", [(1, 5000, "random"), (1, 3001, "bits"), (2, 700, "random")])
+def test_sos_square_variant_matches_cpu(group, n, kind, monkeypatch):
+    """The msm module built with the dedicated Montgomery square (CUZK_SQR_SOS=1; used by every
+    point doubling and mixed addition) gives the CPU path's results."""
+    from cuzk.gpu import runtime
+
+    bases, host = _device_bases(group, n, infinity_every=13)  # made by the default module
+    s = _scalars(kind, n)
+    monkeypatch.setitem(runtime.VARIANTS, "msm", (("CUZK_SQR_SOS", "1"),))
+    assert gmsm.msm(group, bases, cupy.asarray(s)) == _cpu_msm(group, host, s), (group, n, kind)
+
+
 @pytest.mark.parametrize("var", ["CUZK_MSM_ACC", "CUZK_MSM_ONES"])
 def test_msm_mode_switches_reject_unknown(var, monkeypatch):
     monkeypatch.setenv(var, "fast")
