@@ -2,8 +2,10 @@
 
 ``msm(group, bases, scalars)`` takes device arrays: bases as LEM affine points (the zkey layout,
 uploaded once and kept resident) and scalars as a Montgomery Fr vector, and returns the sum as an
-arkworks point. Zero scalars are skipped; scalars equal to one are summed by a plain parallel
-reduction (the 0/1 fast path) and only the rest go through the buckets.
+arkworks point. Zero scalars are skipped; scalars equal to one are summed apart (the 0/1 fast path:
+a masked parallel sum, or with CUZK_MSM_ONES=compact an accumulation over their compacted indices) and
+only the rest go through the buckets, accumulated with S entries per thread across bucket boundaries
+(CUZK_MSM_ACC=even, the default; the pieces of a bucket are then combined by a parallel tree).
 """
 
 from __future__ import annotations
