@@ -212,15 +212,17 @@ def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
     assert st.ones == int(np.sum(np.all(s == fr.one_mont(), axis=1))), "MsmStats.ones counts the one-scalars"
 
 
-@pytest.mark.parametrize("group,n,kind", [(1, 5000, "random"), (1, 3001, "bits"), (2, 700, "random")])
-def test_sos_square_variant_matches_cpu(group, n, kind, monkeypatch):
-    """The msm module built with the dedicated Montgomery square (CUZK_SQR_SOS=1; used by every
-    point doubling and mixed addition) gives the CPU path's results."""
+@pytest.mark.parametrize("define", ["CUZK_SQR_SOS", "CUZK_FQ2_LAZY"])
+@pytest.mark.parametrize("group,n,kind", [(1, 5000, "random"), (1, 3001, "bits"), (2, 700, "random"), (2, 300, "bits")])
+def test_field_arithmetic_variants_match_cpu(define, group, n, kind, monkeypatch):
+    """The msm module built with the dedicated Montgomery square (CUZK_SQR_SOS=1: every G1 doubling and
+    mixed addition) or the lazily reduced Fq2 multiply (CUZK_FQ2_LAZY=1: every G2 operation) gives the
+    CPU path's results."""
     from cuzk.gpu import runtime
 
     bases, host = _device_bases(group, n, infinity_every=13)  # made by the default module
     s = _scalars(kind, n)
-    monkeypatch.setitem(runtime.VARIANTS, "msm", (("CUZK_SQR_SOS", "1"),))
+    monkeypatch.setitem(runtime.VARIANTS, "msm", ((define, "1"),))
     assert gmsm.msm(group, bases, cupy.asarray(s)) == _cpu_msm(group, host, s), (group, n, kind)
 
 

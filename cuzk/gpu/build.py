@@ -48,6 +48,7 @@ def preamble() -> str:
         lines.append(f"#define CUZK_{name}_ONE {_limbs32(one, n)}")
         lines.append(f"#define CUZK_{name}_R2 {_limbs32(r2, n)}")
         lines.append(f"#define CUZK_{name}_PM2 {_limbs32(p - 2, n)}")  # Fermat exponent
+        lines.append(f"#define CUZK_{name}_PSQ {_limbs32(p * p, 2 * n)}")  # p^2: offset of lazy (unreduced) sums
     return "\n".join(lines) + "\n"
 
 

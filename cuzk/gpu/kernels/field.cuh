@@ -38,6 +38,10 @@ __device__ __forceinline__ u32 umin(u32 a, u32 b) { return a < b ? a : b; }
             const u32 c[LIMBS] = {CUZK_##PREFIX##_PM2};                                   \
             return c[i];                                                                  \
         }                                                                                 \
+        __device__ __forceinline__ static u32 PSQ(int i) { /* p^2, 2 LIMBS limbs */         \
+            const u32 c[2 * LIMBS] = {CUZK_##PREFIX##_PSQ};                               \
+            return c[i];                                                                  \
+        }                                                                                 \
     };
 
 CUZK_FIELD_TAG(Fr, 8, FR)
@@ -229,6 +233,49 @@ __device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
 #define CUZK_SQR_SOS 0
 #endif
 
+// Montgomery reduction of a 2N-limb value t < p R (SOS: N rows of m p added, then the high half):
+// t R^-1 mod p, fully reduced. t is overwritten.
+template <class T>
+__device__ __forceinline__ Elem<T> redc_wide(u32* t) {
+    constexpr int N = T::N;
+    u32 top = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u32 m = t[i] * T::NP0;
+        u32 cc = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            u64 s = (u64)m * T::P(j) + t[i + j] + cc;
+            t[i + j] = (u32)s;
+            cc = (u32)(s >> 32);
+        }
+        u64 s = (u64)t[i + N] + cc + top;
+        t[i + N] = (u32)s;
+        top = (u32)(s >> 32);
+    }
+    Elem<T> r;
+    reduce_once<T>(r, t + N, top);
+    return r;
+}
+
+// t = a b as 2N limbs, no reduction (operand scanning); a, b may be unreduced N-limb values
+template <int N>
+__device__ __forceinline__ void mul_wide(const u32* a, const u32* b, u32* t) {
+#pragma unroll
+    for (int k = 0; k < 2 * N; k++) t[k] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u32 c = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            u64 s = (u64)a[i] * b[j] + t[i + j] + c;
+            t[i + j] = (u32)s;
+            c = (u32)(s >> 32);
+        }
+        t[i + N] = c;
+    }
+}
+
 #if CUZK_SQR_SOS
 // Montgomery square by SOS: the N(N-1)/2 cross products once, doubled, plus the N squares on the
 // diagonal, then N rows of reduction: N(N+3)/2 + N^2 partial products instead of the multiply's 2 N^2
@@ -263,24 +310,7 @@ __device__ __forceinline__ Elem<T> sqr(const Elem<T>& a) {
         t[2 * i + 1] = (u32)s2;
         c = (u32)(s2 >> 32);
     }
-    u32 top = 0;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        u32 m = t[i] * T::NP0;
-        u32 cc = 0;
-#pragma unroll
-        for (int j = 0; j < N; j++) {
-            u64 s = (u64)m * T::P(j) + t[i + j] + cc;
-            t[i + j] = (u32)s;
-            cc = (u32)(s >> 32);
-        }
-        u64 s = (u64)t[i + N] + cc + top;
-        t[i + N] = (u32)s;
-        top = (u32)(s >> 32);
-    }
-    Elem<T> r;
-    reduce_once<T>(r, t + N, top);
-    return r;
+    return redc_wide<T>(t);
 }
 #else
 template <class T>
@@ -368,6 +398,59 @@ __device__ __forceinline__ Fq2 sub(const Fq2& a, const Fq2& b) { return fq2_sub(
 __device__ __forceinline__ Fq2 neg(const Fq2& a) { return fq2_neg(a); }
 __device__ __forceinline__ Fq2 dbl(const Fq2& a) { return add(a, a); }
 
+#ifndef CUZK_FQ2_LAZY
+#define CUZK_FQ2_LAZY 0
+#endif
+
+#if CUZK_FQ2_LAZY
+// Karatsuba with lazy reduction: the three products stay unreduced (2N limbs) and each coefficient is
+// reduced once: 3 N^2 + 2 (N^2 + N) partial products instead of 3 (2 N^2 + N) (Fq2: 744 instead of
+// 900). c0 = REDC(a0 b0 + p^2 - a1 b1), in (0, 2 p^2); c1 = REDC((a0 + a1)(b0 + b1) - a0 b0 - a1 b1)
+// = REDC(a0 b1 + a1 b0) exactly, the sums taken without reduction (< 2p < 2^382); both < p R.
+template <int N>
+__device__ __forceinline__ void add_nored(const u32* a, const u32* b, u32* r) {
+    u32 c = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u64 s = (u64)a[i] + b[i] + c;
+        r[i] = (u32)s;
+        c = (u32)(s >> 32);
+    }
+}
+
+template <int M>
+__device__ __forceinline__ void sub_wide(u32* x, const u32* y) {  // x -= y (the caller keeps x >= y)
+    u32 borrow = 0;
+#pragma unroll
+    for (int i = 0; i < M; i++) {
+        u64 s = (u64)x[i] - y[i] - borrow;
+        x[i] = (u32)s;
+        borrow = (u32)(s >> 63);
+    }
+}
+
+template <class E>
+__device__ __forceinline__ E fq2_mul(const E& a, const E& b) {
+    constexpr int N = FqTag::N;
+    u32 t0[2 * N], t1[2 * N], t2[2 * N], sa[N], sb[N];
+    mul_wide<N>(a.c0.v, b.c0.v, t0);
+    mul_wide<N>(a.c1.v, b.c1.v, t1);
+    add_nored<N>(a.c0.v, a.c1.v, sa);
+    add_nored<N>(b.c0.v, b.c1.v, sb);
+    mul_wide<N>(sa, sb, t2);
+    sub_wide<2 * N>(t2, t0);
+    sub_wide<2 * N>(t2, t1);
+    u32 c = 0;  // t0 += p^2
+#pragma unroll
+    for (int i = 0; i < 2 * N; i++) {
+        u64 s = (u64)t0[i] + FqTag::PSQ(i) + c;
+        t0[i] = (u32)s;
+        c = (u32)(s >> 32);
+    }
+    sub_wide<2 * N>(t0, t1);
+    return {redc_wide<FqTag>(t0), redc_wide<FqTag>(t2)};
+}
+#else
 // Karatsuba: 3 Fq multiplications. E is Fq2 or Fq2i (below): the same {c0, c1} layout.
 template <class E>
 __device__ __forceinline__ E fq2_mul(const E& a, const E& b) {
@@ -376,6 +459,7 @@ __device__ __forceinline__ E fq2_mul(const E& a, const E& b) {
     Fq t2 = mul<FqTag>(add<FqTag>(a.c0, a.c1), add<FqTag>(b.c0, b.c1));
     return {sub<FqTag>(t0, t1), sub<FqTag>(sub<FqTag>(t2, t0), t1)};
 }
+#endif
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 multiplications
 template <class E>
