@@ -105,6 +105,19 @@ def mul_probe(field: str) -> float:
     return threads * 4 * iters / statistics.median(xs)
 
 
+def chain_probe() -> dict[str, float]:
+    """Fq multiplies (and SOS-or-not squares) per second with K independent chains per thread, same grid
+    as mul_probe: a rate that grows with K means the multiply is latency-bound (probe.cu)."""
+    threads = 132 * 8 * 256
+    iters = 1000
+    out = {}
+    for name, k in (("mul_chains_1", 1), ("mul_chains_2", 2), ("mul_chains_4", 4), ("mul_chains_8", 8), ("sqr_chains_4", 4)):
+        data = cupy.asarray(np.tile(np.arange(1, 7, dtype=np.uint64), (k * threads, 1)))
+        xs = timed(lambda: launch("probe", f"fq_{name}", 132 * 8, 256, (data, np.int32(iters)), "probe"), 3)
+        out[name] = threads * k * iters / statistics.median(xs)
+    return out
+
+
 def device_scalars(n: int, kind: str) -> cupy.ndarray:
     """Random Montgomery scalars generated on the device (uniform below r, up to a negligible bias)."""
     if kind == "bits":
@@ -229,6 +242,9 @@ def main() -> int:
         rate = mul_probe(f)
         rows.append({"kind": f"{f} mul/s", "value": rate})
         print(f"{f} Montgomery mul: {rate / 1e9:.2f} G/s", flush=True)
+    chains = chain_probe()
+    rows.append({"kind": "fq chains/s", **chains})
+    print("Fq per second by independent chains per thread: " + "  ".join(f"{k} {v / 1e9:.2f} G" for k, v in chains.items()), flush=True)
     for g in (1, 2):
         ok = check_against_cpu(g, 14)
         print(f"G{g} MSM 2^14 equals arkworks: {ok}", flush=True)

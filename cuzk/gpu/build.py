@@ -22,7 +22,7 @@ from .. import CuzkError
 from ..field.constants import FQ_MONT_R, FQ_MONT_R2, FR_MONT_R, FR_MONT_R2, Q, R
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
-MODULES = ("msm", "ntt", "fr_ops", "setup")
+MODULES = ("msm", "ntt", "fr_ops", "setup", "probe")
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 
 

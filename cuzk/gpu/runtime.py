@@ -31,7 +31,7 @@ def _env_defines() -> tuple[tuple[str, str], ...]:
     return tuple(tuple(kv.split("=", 1)) for kv in spec.split(",") if kv)  # type: ignore[misc]
 
 
-VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {m: _env_defines() for m in ("msm", "ntt", "fr_ops", "setup")}
+VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {m: _env_defines() for m in ("msm", "ntt", "fr_ops", "setup", "probe")}
 
 
 def kernel(module: str, name: str):
