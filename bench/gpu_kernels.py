@@ -207,7 +207,7 @@ def main() -> int:
                 envs = {k[4:]: v for k, v in kvs if k.startswith("env.")}  # host-side switches
                 saved = {k: os.environ.get(k) for k in envs}
                 os.environ.update(envs)
-                runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = defines
+                runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = runtime.VARIANTS["probe"] = defines
                 rate = mul_probe("fq")
                 t_rand = statistics.median(timed(lambda: gmsm.msm(1, vb, vs), 3))
                 t_bits = statistics.median(timed(lambda: gmsm.msm(1, vb, vbits), 3))
@@ -234,7 +234,7 @@ def main() -> int:
                     best = (t_rand + t_g2, defines, name, envs)  # one module serves both groups
             vb = vs = vbits = vb2 = vs2 = None
             cupy.get_default_memory_pool().free_all_blocks()
-        runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = best[1]
+        runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = runtime.VARIANTS["probe"] = best[1]
         os.environ.update(best[3])
         print(f"using variant {best[2]}", flush=True)
         rows.append({"kind": "chosen variant", "name": best[2], "defines": best[1], "env": best[3]})
