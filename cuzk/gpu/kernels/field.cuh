@@ -95,16 +95,36 @@ __device__ __forceinline__ void reduce_once(Elem<T>& r, const u32* a, u32 hi) {
     for (int i = 0; i < T::N; i++) r.v[i] = use_d ? d[i] : a[i];
 }
 
+// r = a + b over M limbs (r may be a or b); returns the carry out
+template <int M>
+__device__ __forceinline__ u32 limbs_add(const u32* a, const u32* b, u32* r) {
+    u32 c = 0;
+#pragma unroll
+    for (int i = 0; i < M; i++) {
+        u64 s = (u64)a[i] + b[i] + c;
+        r[i] = (u32)s;
+        c = (u32)(s >> 32);
+    }
+    return c;
+}
+
+// r = a - b over M limbs (r may be a or b); returns the borrow out
+template <int M>
+__device__ __forceinline__ u32 limbs_sub(const u32* a, const u32* b, u32* r) {
+    u32 borrow = 0;
+#pragma unroll
+    for (int i = 0; i < M; i++) {
+        u64 s = (u64)a[i] - b[i] - borrow;
+        r[i] = (u32)s;
+        borrow = (u32)(s >> 63);
+    }
+    return borrow;
+}
+
 template <class T>
 __device__ __forceinline__ Elem<T> add(const Elem<T>& a, const Elem<T>& b) {
     u32 t[T::N];
-    u32 c = 0;
-#pragma unroll
-    for (int i = 0; i < T::N; i++) {
-        u64 s = (u64)a.v[i] + b.v[i] + c;
-        t[i] = (u32)s;
-        c = (u32)(s >> 32);
-    }
+    u32 c = limbs_add<T::N>(a.v, b.v, t);
     Elem<T> r;
     reduce_once<T>(r, t, c);
     return r;
@@ -113,23 +133,12 @@ __device__ __forceinline__ Elem<T> add(const Elem<T>& a, const Elem<T>& b) {
 template <class T>
 __device__ __forceinline__ Elem<T> sub(const Elem<T>& a, const Elem<T>& b) {
     u32 t[T::N];
-    u32 borrow = 0;
+    u32 mask = 0u - limbs_sub<T::N>(a.v, b.v, t);
+    u32 pm[T::N];  // add p back when it went negative
 #pragma unroll
-    for (int i = 0; i < T::N; i++) {
-        u64 s = (u64)a.v[i] - b.v[i] - borrow;
-        t[i] = (u32)s;
-        borrow = (u32)(s >> 63);
-    }
-    // add p back when it went negative
-    u32 mask = 0u - borrow;
-    u32 c = 0;
+    for (int i = 0; i < T::N; i++) pm[i] = T::P(i) & mask;
     Elem<T> r;
-#pragma unroll
-    for (int i = 0; i < T::N; i++) {
-        u64 s = (u64)t[i] + (T::P(i) & mask) + c;
-        r.v[i] = (u32)s;
-        c = (u32)(s >> 32);
-    }
+    limbs_add<T::N>(t, pm, r.v);
     return r;
 }
 
@@ -407,47 +416,21 @@ __device__ __forceinline__ Fq2 dbl(const Fq2& a) { return add(a, a); }
 // reduced once: 3 N^2 + 2 (N^2 + N) partial products instead of 3 (2 N^2 + N) (Fq2: 744 instead of
 // 900). c0 = REDC(a0 b0 + p^2 - a1 b1), in (0, 2 p^2); c1 = REDC((a0 + a1)(b0 + b1) - a0 b0 - a1 b1)
 // = REDC(a0 b1 + a1 b0) exactly, the sums taken without reduction (< 2p < 2^382); both < p R.
-template <int N>
-__device__ __forceinline__ void add_nored(const u32* a, const u32* b, u32* r) {
-    u32 c = 0;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        u64 s = (u64)a[i] + b[i] + c;
-        r[i] = (u32)s;
-        c = (u32)(s >> 32);
-    }
-}
-
-template <int M>
-__device__ __forceinline__ void sub_wide(u32* x, const u32* y) {  // x -= y (the caller keeps x >= y)
-    u32 borrow = 0;
-#pragma unroll
-    for (int i = 0; i < M; i++) {
-        u64 s = (u64)x[i] - y[i] - borrow;
-        x[i] = (u32)s;
-        borrow = (u32)(s >> 63);
-    }
-}
-
 template <class E>
 __device__ __forceinline__ E fq2_mul(const E& a, const E& b) {
     constexpr int N = FqTag::N;
-    u32 t0[2 * N], t1[2 * N], t2[2 * N], sa[N], sb[N];
+    u32 t0[2 * N], t1[2 * N], t2[2 * N], sa[N], sb[N], psq[2 * N];
     mul_wide<N>(a.c0.v, b.c0.v, t0);
     mul_wide<N>(a.c1.v, b.c1.v, t1);
-    add_nored<N>(a.c0.v, a.c1.v, sa);
-    add_nored<N>(b.c0.v, b.c1.v, sb);
+    limbs_add<N>(a.c0.v, a.c1.v, sa);  // no carry out: < 2p < 2^382
+    limbs_add<N>(b.c0.v, b.c1.v, sb);
     mul_wide<N>(sa, sb, t2);
-    sub_wide<2 * N>(t2, t0);
-    sub_wide<2 * N>(t2, t1);
-    u32 c = 0;  // t0 += p^2
+    limbs_sub<2 * N>(t2, t0, t2);  // no borrow: the offsets keep every difference >= 0
+    limbs_sub<2 * N>(t2, t1, t2);
 #pragma unroll
-    for (int i = 0; i < 2 * N; i++) {
-        u64 s = (u64)t0[i] + FqTag::PSQ(i) + c;
-        t0[i] = (u32)s;
-        c = (u32)(s >> 32);
-    }
-    sub_wide<2 * N>(t0, t1);
+    for (int i = 0; i < 2 * N; i++) psq[i] = FqTag::PSQ(i);
+    limbs_add<2 * N>(t0, psq, t0);
+    limbs_sub<2 * N>(t0, t1, t0);
     return {redc_wide<FqTag>(t0), redc_wide<FqTag>(t2)};
 }
 #else

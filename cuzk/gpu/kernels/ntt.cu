@@ -38,6 +38,36 @@ __device__ __forceinline__ void radix2_butterfly(Fr* tile, u32 x0, u32 x1, const
     }
 }
 
+// The tile a block works on: which run of 2^u consecutive low indices (low_chunk) and the global index
+// of its element 0 (base); the block's other index bits sit above bit lo + s.
+struct NttTile {
+    u64 low_chunk, base;
+};
+__device__ __forceinline__ NttTile ntt_tile(u32 lo, u32 s, u32 u) {
+    const u32 low_chunks_log = lo - u;
+    const u64 b = blockIdx.x;
+    const u64 low_chunk = b & ((1ull << low_chunks_log) - 1);
+    return {low_chunk, ((b >> low_chunks_log) << (lo + s)) | (low_chunk << u)};
+}
+
+// shared tile <-> global data, PER elements per thread (x = k + h * nthreads)
+template <int PER>
+__device__ __forceinline__ void ntt_load_tile(Fr* tile, const Fr* __restrict__ data, u32 k, u32 nthreads, u64 base, u32 u, u32 lo) {
+#pragma unroll
+    for (int h = 0; h < PER; h++) {
+        u32 x = k + h * nthreads;
+        tile[x] = load<FrTag>(data + tile_global(base, x, u, lo));
+    }
+}
+template <int PER>
+__device__ __forceinline__ void ntt_store_tile(const Fr* tile, Fr* __restrict__ data, u32 k, u32 nthreads, u64 base, u32 u, u32 lo) {
+#pragma unroll
+    for (int h = 0; h < PER; h++) {
+        u32 x = k + h * nthreads;
+        store<FrTag>(data + tile_global(base, x, u, lo), tile[x]);
+    }
+}
+
 extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
                                     u32 dit, u64 stride) {
     __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
@@ -46,34 +76,20 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict_
     const u32 nthreads = 1u << (tile_log - 1);
     const u32 k = threadIdx.x;
     if (k >= nthreads) return;  // block size is exactly nthreads; kept for safety
-    const u32 low_chunks_log = lo - u;
-    const u64 b = blockIdx.x;
-    const u64 low_chunk = b & ((1ull << low_chunks_log) - 1);
-    const u64 high = b >> low_chunks_log;
-    const u64 base = (high << (lo + s)) | (low_chunk << u);
-
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        u32 x = k + half * nthreads;
-        tile[x] = load<FrTag>(data + tile_global(base, x, u, lo));
-    }
+    const NttTile tp = ntt_tile(lo, s, u);
+    ntt_load_tile<2>(tile, data, k, nthreads, tp.base, u, lo);
     __syncthreads();
 
     const u32 l = k & ((1u << u) - 1);
     const u32 j = k >> u;
-    const u64 low_global = (low_chunk << u) | l;
+    const u64 low_global = (tp.low_chunk << u) | l;
     for (u32 st = 0; st < s; st++) {
         u32 q = dit ? st : (s - 1 - st);  // bit inside the tile's t index
         u32 t0 = ((j >> q) << (q + 1)) | (j & ((1u << q) - 1));
         radix2_butterfly(tile, (t0 << u) | l, ((t0 | (1u << q)) << u) | l, ntt_twiddle(tw, t0, q, lo, low_global, log_n), dit);
         __syncthreads();
     }
-
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        u32 x = k + half * nthreads;
-        store<FrTag>(data + tile_global(base, x, u, lo), tile[x]);
-    }
+    ntt_store_tile<2>(tile, data, k, nthreads, tp.base, u, lo);
 }
 
 // Radix-4 form of ntt_pass (host switch CUZK_NTT_RADIX=4, passes with s >= 2): each thread takes two
@@ -90,23 +106,13 @@ extern "C" __global__ void ntt_pass_r4(Fr* __restrict__ data, const Fr* __restri
     const u32 nthreads = 1u << (tile_log - 2);
     const u32 k = threadIdx.x;
     if (k >= nthreads) return;
-    const u32 low_chunks_log = lo - u;
-    const u64 b = blockIdx.x;
-    const u64 low_chunk = b & ((1ull << low_chunks_log) - 1);
-    const u64 high = b >> low_chunks_log;
-    const u64 base = (high << (lo + s)) | (low_chunk << u);
-    const u32 umask = (1u << u) - 1;
-
-#pragma unroll
-    for (int h = 0; h < 4; h++) {
-        u32 x = k + h * nthreads;
-        tile[x] = load<FrTag>(data + tile_global(base, x, u, lo));
-    }
+    const NttTile tp = ntt_tile(lo, s, u);
+    ntt_load_tile<4>(tile, data, k, nthreads, tp.base, u, lo);
     __syncthreads();
 
-    const u32 l = k & umask;
+    const u32 l = k & ((1u << u) - 1);
     const u32 j = k >> u;
-    const u64 low_global = (low_chunk << u) | l;
+    const u64 low_global = (tp.low_chunk << u) | l;
     auto radix4 = [&](u32 q) {
         u32 t0 = ((j >> q) << (q + 2)) | (j & ((1u << q) - 1));
         u32 x00 = (t0 << u) | l, x10 = ((t0 | (1u << q)) << u) | l;
@@ -175,11 +181,7 @@ extern "C" __global__ void ntt_pass_r4(Fr* __restrict__ data, const Fr* __restri
         }
     }
 
-#pragma unroll
-    for (int h = 0; h < 4; h++) {
-        u32 x = k + h * nthreads;
-        store<FrTag>(data + tile_global(base, x, u, lo), tile[x]);
-    }
+    ntt_store_tile<4>(tile, data, k, nthreads, tp.base, u, lo);
 }
 
 __device__ __forceinline__ u32 bitrev(u32 i, u32 log_n) { return log_n ? (__brev(i) >> (32 - log_n)) : 0; }
