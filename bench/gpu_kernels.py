@@ -18,6 +18,7 @@ import secrets
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import cupy
@@ -37,6 +38,21 @@ from cuzk.gpu.runtime import grid_for, launch  # noqa: E402
 FLOOR_G1_2_26 = 0.25  # s, anchors section 4c (XYZZ, form A)
 FLOOR_NTT_2_26 = 0.015  # s, anchors section 2
 FLOOR_G2_FACTOR = 2.8  # G2 madd ~2.8x a G1 madd
+
+
+@contextmanager
+def env(values: dict[str, str]):
+    """Host-side switches set for the duration of a measurement, then put back as they were."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def timed(fn, reps: int) -> list[float]:
@@ -205,25 +221,19 @@ def main() -> int:
                 kvs = [tuple(kv.split("=", 1)) for kv in defs.split(",") if kv]
                 defines = tuple(kv for kv in kvs if not kv[0].startswith("env."))
                 envs = {k[4:]: v for k, v in kvs if k.startswith("env.")}  # host-side switches
-                saved = {k: os.environ.get(k) for k in envs}
-                os.environ.update(envs)
                 runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = runtime.VARIANTS["probe"] = defines
-                rate = mul_probe("fq")
-                t_rand = statistics.median(timed(lambda: gmsm.msm(1, vb, vs), 3))
-                t_bits = statistics.median(timed(lambda: gmsm.msm(1, vb, vbits), 3))
-                t_g2 = statistics.median(timed(lambda: gmsm.msm(2, vb2, vs2), 3))
-                d = gntt.domain(24)
-                x = device_scalars(1 << 24, "random")
-                t_ntt = statistics.median(timed(lambda: d.ntt(x), 3))
-                d = x = None
-                gntt._domain_cached.cache_clear()
-                ok = check_against_cpu(1, 12) and check_against_cpu(2, 10) and check_ntt_against_cpu(13)
-                gntt._domain_cached.cache_clear()
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+                with env(envs):
+                    rate = mul_probe("fq")
+                    t_rand = statistics.median(timed(lambda: gmsm.msm(1, vb, vs), 3))
+                    t_bits = statistics.median(timed(lambda: gmsm.msm(1, vb, vbits), 3))
+                    t_g2 = statistics.median(timed(lambda: gmsm.msm(2, vb2, vs2), 3))
+                    d = gntt.domain(24)
+                    x = device_scalars(1 << 24, "random")
+                    t_ntt = statistics.median(timed(lambda: d.ntt(x), 3))
+                    d = x = None
+                    gntt._domain_cached.cache_clear()
+                    ok = check_against_cpu(1, 12) and check_against_cpu(2, 10) and check_ntt_against_cpu(13)
+                    gntt._domain_cached.cache_clear()
                 rows.append({"kind": "variant", "name": name, "defines": defines, "env": envs, "fq_mul_per_s": rate,
                              "g1_random_s": t_rand, "g1_bits_s": t_bits, "g2_random_s": t_g2, "g2_log_n": g2_log,
                              "ntt24_s": t_ntt, "log_n": vlog, "correct": ok})
@@ -264,15 +274,10 @@ def main() -> int:
         x = device_scalars(1 << log_n, "random")
         xs = timed(lambda: d.ntt(x), a.reps)
         report("NTT", log_n, xs, FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26)
-        radix_env = os.environ.get("CUZK_NTT_RADIX")
-        other = "2" if radix_env == "4" else "4"  # the other butterfly form, side by side
-        os.environ["CUZK_NTT_RADIX"] = other
-        xs = timed(lambda: d.ntt(x), a.reps)
+        other = "2" if os.environ.get("CUZK_NTT_RADIX") == "4" else "4"  # the other butterfly form, side by side
+        with env({"CUZK_NTT_RADIX": other}):
+            xs = timed(lambda: d.ntt(x), a.reps)
         report(f"  same, radix {other}", log_n, xs, FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26)
-        if radix_env is None:
-            os.environ.pop("CUZK_NTT_RADIX")
-        else:
-            os.environ["CUZK_NTT_RADIX"] = radix_env
         xs = timed(lambda: d.evals_to_coset(x, 7), a.reps)
         report("iNTT+coset NTT", log_n, xs)
         if log_n in (16, 20, 24, 26):  # the prover's a, b, c: one batched launch per pass vs three
@@ -290,18 +295,15 @@ def main() -> int:
     for log_n in a.upload:
         host = np.ascontiguousarray(np.tile(fr.random(1 << 12), (1 << (log_n - 12), 1)))
         for pinned, copy in (("1", "single"), ("1", "parallel"), ("0", "single")):
-            os.environ["CUZK_PINNED"] = pinned
-            os.environ["CUZK_UPLOAD_COPY"] = copy
             xs = []
-            for _ in range(a.reps + 1):
-                t = time.perf_counter()
-                d = upload_fr(host)
-                cupy.cuda.get_current_stream().synchronize()
-                xs.append(time.perf_counter() - t)
-                d = None
+            with env({"CUZK_PINNED": pinned, "CUZK_UPLOAD_COPY": copy}):
+                for _ in range(a.reps + 1):
+                    t = time.perf_counter()
+                    d = upload_fr(host)
+                    cupy.cuda.get_current_stream().synchronize()
+                    xs.append(time.perf_counter() - t)
+                    d = None
             report(f"upload pinned={pinned} copy={copy}", log_n, xs[1:], extra=f"{host.nbytes / statistics.median(xs[1:]) / 1e9:.1f} GB/s")
-        os.environ["CUZK_PINNED"] = "1"
-        os.environ.pop("CUZK_UPLOAD_COPY", None)
     for log_n in a.cpu:
         n = 1 << log_n
         from py_arkworks_bls12381 import G1Point

@@ -27,7 +27,7 @@ from ..groth16.quotient import coset_params
 from ..timing import Timer
 from . import msm as gmsm
 from . import ntt as gntt
-from .runtime import BLOCK, grid_for, launch, op_errors
+from .runtime import BLOCK, env_choice, grid_for, launch, op_errors
 
 _GROUP = {"a": 1, "b1": 1, "l": 1, "h": 1, "b2": 2}
 
@@ -132,11 +132,16 @@ def to_pinned(v: np.ndarray) -> np.ndarray:
     off the GPU's critical path and the upload is one DMA."""
     mem = cupy.cuda.alloc_pinned_memory(max(1, v.nbytes))
     out = np.frombuffer(mem, dtype=v.dtype, count=v.size).reshape(v.shape)
-    if os.environ.get("CUZK_UPLOAD_COPY", "single") == "parallel" and v.ndim == 2 and v.shape[1:] == (4,):
-        fr.copy_into(out, v)
-    else:
-        np.copyto(out, v)
-    return out
+    return _host_copy(out, v)
+
+
+def _host_copy(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """dst[:] = src, on one thread or (CUZK_UPLOAD_COPY=parallel, Fr vectors) on every core; measure
+    against "single" before making it the default."""
+    if env_choice("CUZK_UPLOAD_COPY", ("single", "parallel")) == "parallel" and src.ndim == 2 and src.shape[1:] == (4,):
+        return fr.copy_into(dst, src)
+    np.copyto(dst, src)
+    return dst
 
 
 def upload_fr(v: np.ndarray) -> cupy.ndarray:
@@ -158,10 +163,7 @@ def upload_fr(v: np.ndarray) -> cupy.ndarray:
             buf = (mem, np.frombuffer(mem, dtype=np.uint8, count=max(nbytes, 1 << 20)))
             _pinned[dev] = buf
         stage = buf[1][:nbytes].view(np.uint64).reshape(v.shape)
-        if os.environ.get("CUZK_UPLOAD_COPY", "single") == "parallel" and v.ndim == 2:
-            fr.copy_into(stage, v)  # all host cores (measure against "single" before making it the default)
-        else:
-            np.copyto(stage, v)
+        _host_copy(stage, v)
         out = cupy.empty(v.shape, dtype=cupy.uint64)
         out.set(stage)
         cupy.cuda.get_current_stream().synchronize()  # the staging buffer is reused by the next upload

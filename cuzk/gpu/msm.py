@@ -20,7 +20,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 
 from ..curve import points as pts
 from ..field.constants import Q, R
-from .runtime import BLOCK, GpuOutOfMemory, grid_for, launch, op_errors, synchronize, u32
+from .runtime import BLOCK, GpuOutOfMemory, env_choice, grid_for, launch, op_errors, synchronize, u32
 
 POINT_WORDS = {1: 12, 2: 24}  # affine point: uint64 words
 XYZZ_WORDS = {1: 24, 2: 48}
@@ -69,10 +69,7 @@ def accumulation_mode() -> str:
     """Bucket accumulation: "even" (S consecutive entries per thread across bucket boundaries; the
     default: G1 2^26 1278 -> 1113 ms, G2 2^24 1308 -> 1080 ms on the H200) or "items" (one thread per
     bucket, crowded buckets split into items of ITEM_ENTRIES); CUZK_MSM_ACC."""
-    mode = os.environ.get("CUZK_MSM_ACC", "even")
-    if mode not in ("even", "items"):
-        raise ValueError(f"CUZK_MSM_ACC={mode!r}: expected even or items")
-    return mode
+    return env_choice("CUZK_MSM_ACC", ("even", "items"))
 
 
 def even_chunk(n_entries: int) -> int:
@@ -181,10 +178,7 @@ def ones_mode() -> str:
     adding where the flag says one: lanes of a warp idle where their point is not selected) or
     "compact" (indices of the ones compacted first, then the even accumulation over them as one
     bucket); CUZK_MSM_ONES. "compact" is not yet measured on the device: masked stays the default."""
-    mode = os.environ.get("CUZK_MSM_ONES", "masked")
-    if mode not in ("masked", "compact"):
-        raise ValueError(f"CUZK_MSM_ONES={mode!r}: expected masked or compact")
-    return mode
+    return env_choice("CUZK_MSM_ONES", ("masked", "compact"))
 
 
 def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool,
@@ -238,18 +232,17 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         counts = cupy.zeros(total, dtype=cupy.uint32)
         launch("msm", "msm_count", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), counts), op)
         prof.mark("count")
-        offsets64 = cupy.cumsum(counts, dtype=cupy.uint64)
-        n_entries = int(offsets64[-1])
+        ends = cupy.cumsum(counts, dtype=cupy.uint64)
+        n_entries = int(ends[-1])
         if n_entries >= 1 << 32:
             raise GpuOutOfMemory(f"{op}: {n_entries} bucket entries exceed the 32-bit index space")
-        offsets = (offsets64 - counts).astype(cupy.uint32)
-        del offsets64
+        bounds = cupy.zeros(total + 1, dtype=cupy.uint32)  # bucket start offsets, the entry count appended
+        bounds[1:] = ends
+        del ends
+        offsets = bounds[:total]
         even = accumulation_mode() == "even"
         if even:
             max_count = int(counts.max())  # read now, while the host waits for the scan anyway
-            bounds = cupy.empty(total + 1, dtype=cupy.uint32)
-            bounds[:total] = offsets
-            bounds[total] = n_entries
         else:
             per_bucket_items = (counts + (ITEM_ENTRIES - 1)) // ITEM_ENTRIES
             item_offsets = cupy.zeros(total + 1, dtype=cupy.uint32)
@@ -266,6 +259,7 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
             item_start = _poisoned(max(1, nitems), cupy.uint32)
             item_len = _poisoned(max(1, nitems), cupy.uint32)
             launch("msm", "msm_make_items", grid_for(total), BLOCK, (counts, offsets, item_offsets, u32(total), u32(ITEM_ENTRIES), item_start, item_len), op)
+            del bounds
         del offsets
         prof.mark("scatter")
         fused = even and os.environ.get("CUZK_MSM_FUSED_SEGMENTS", "1") == "1"

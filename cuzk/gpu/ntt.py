@@ -11,7 +11,6 @@ values on the domain at a coset, with no bit-reversal pass at all (what the prov
 from __future__ import annotations
 
 import functools
-import os
 
 import cupy
 import numpy as np
@@ -19,7 +18,7 @@ import numpy as np
 from ..field import fr
 from ..field.constants import R, SNARKJS_ROOT_GENERATOR
 from ..field.ntt import Domain as CpuDomain
-from .runtime import BLOCK, grid_for, launch, op_errors, u32
+from .runtime import BLOCK, env_choice, grid_for, launch, op_errors, u32
 
 TILE_LOG = 10  # stages per pass at most (2^10 elements, 32 KiB of shared memory)
 COALESCE_LOG = 4  # consecutive low indices per tile row when the pass works on high bits
@@ -28,10 +27,7 @@ COALESCE_LOG = 4  # consecutive low indices per tile row when the pass works on 
 def ntt_radix() -> int:
     """Butterfly stages per thread and barrier: 2 (one stage) or 4 (two stages, ntt_pass_r4);
     CUZK_NTT_RADIX. Radix 4 is not yet measured on the device: 2 stays the default."""
-    r = os.environ.get("CUZK_NTT_RADIX", "2")
-    if r not in ("2", "4"):
-        raise ValueError(f"CUZK_NTT_RADIX={r!r}: expected 2 or 4")
-    return int(r)
+    return int(env_choice("CUZK_NTT_RADIX", ("2", "4")))
 
 
 def plan_passes(log_n: int, dit: bool) -> list[tuple[int, int, int]]:

@@ -9,7 +9,7 @@ import cupy
 import numpy as np
 
 from .. import CuzkError
-from .build import load_module
+from .build import MODULES, load_module
 
 BLOCK = 256
 
@@ -31,7 +31,15 @@ def _env_defines() -> tuple[tuple[str, str], ...]:
     return tuple(tuple(kv.split("=", 1)) for kv in spec.split(",") if kv)  # type: ignore[misc]
 
 
-VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {m: _env_defines() for m in ("msm", "ntt", "fr_ops", "setup", "probe")}
+VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {m: _env_defines() for m in MODULES}
+
+
+def env_choice(name: str, choices: tuple[str, ...]) -> str:
+    """A host-side switch read from the environment: one of ``choices``, the first when unset."""
+    value = os.environ.get(name, choices[0])
+    if value not in choices:
+        raise ValueError(f"{name}={value!r}: expected {' or '.join(choices)}")
+    return value
 
 
 def kernel(module: str, name: str):
