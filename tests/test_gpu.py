@@ -248,17 +248,21 @@ def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
     assert st.ones == int(np.sum(np.all(s == fr.one_mont(), axis=1))), "MsmStats.ones counts the one-scalars"
 
 
-@pytest.mark.parametrize("define", ["CUZK_SQR_SOS", "CUZK_FQ2_LAZY"])
+@pytest.mark.parametrize("defines", ["CUZK_SQR_SOS=1", "CUZK_FQ2_LAZY=1", "CUZK_MUL_EO=1", "CUZK_ACC_ILP=2,CUZK_ACC_MINB=2"])
 @pytest.mark.parametrize("group,n,kind", [(1, 5000, "random"), (1, 3001, "bits"), (2, 700, "random"), (2, 300, "bits")])
-def test_field_arithmetic_variants_match_cpu(define, group, n, kind, monkeypatch):
+def test_kernel_variants_match_cpu(defines, group, n, kind, monkeypatch):
     """The msm module built with the dedicated Montgomery square (CUZK_SQR_SOS=1: every G1 doubling and
-    mixed addition) or the lazily reduced Fq2 multiply (CUZK_FQ2_LAZY=1: every G2 operation) gives the
-    CPU path's results."""
+    mixed addition), the lazily reduced Fq2 multiply (CUZK_FQ2_LAZY=1: every G2 operation), the form-A
+    multiply (CUZK_MUL_EO=1: everything) or two accumulation ranges per thread (CUZK_ACC_ILP=2: the
+    bucket and the compacted 0/1 accumulation; S = 4 at these sizes, so ranges cross many bucket
+    boundaries) gives the CPU path's results."""
     from cuzk.gpu import runtime
 
     bases, host = _device_bases(group, n, infinity_every=13)  # made by the default module
     s = _scalars(kind, n)
-    monkeypatch.setitem(runtime.VARIANTS, "msm", ((define, "1"),))
+    monkeypatch.setitem(runtime.VARIANTS, "msm", tuple(tuple(kv.split("=")) for kv in defines.split(",")))
+    if "CUZK_ACC_ILP" in defines:
+        monkeypatch.setenv("CUZK_MSM_ONES", "compact")  # the 0/1 sum through the even accumulation too
     assert gmsm.msm(group, bases, cupy.asarray(s)) == _cpu_msm(group, host, s), (group, n, kind)
 
 
@@ -289,19 +293,20 @@ def test_msm_out_of_memory_falls_back_to_chunks():
     n = 1 << 16
     bases, host = _device_bases(1, n)
     s = cupy.asarray(rand_fr(n))
-    pool = cupy.get_default_memory_pool()
-    pool.free_all_blocks()
-    base = pool.total_bytes()
-    want = gmsm.msm(1, bases, s)  # the pool keeps the blocks it needed: total_bytes ~ the peak
-    peak = pool.total_bytes() - base
-    pool.free_all_blocks()
-    pool.set_limit(size=pool.used_bytes() + int(peak * 0.8))  # too small for the whole MSM
+    want = gmsm.msm(1, bases, s)  # warm: anything the MSM module caches on the device exists from here on
+    # private pools, so that neither the default pool's state nor those caches move the numbers
+    measure = cupy.cuda.MemoryPool()
+    with cupy.cuda.using_allocator(measure.malloc):
+        assert gmsm.msm(1, bases, s) == want
+    peak = measure.total_bytes()  # a pool keeps every block it needed: its total is the peak
+    measure.free_all_blocks()
+    small = cupy.cuda.MemoryPool()
+    small.set_limit(size=int(peak * 0.8))  # too small for the whole MSM
     st = gmsm.MsmStats(n, 0, 0)
-    try:
+    with cupy.cuda.using_allocator(small.malloc):
         got = gmsm.msm(1, bases, s, stats=st)
-    finally:
-        pool.set_limit(size=0)
-    assert st.chunks > 1, "the limit did not force chunking"
+    small.free_all_blocks()
+    assert st.chunks > 1, f"a limit of {int(peak * 0.8)} bytes (peak {peak}) did not force chunking"
     assert got == want == _cpu_msm(1, host, cupy.asnumpy(s))
 
 

@@ -20,6 +20,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 
 from ..curve import points as pts
 from ..field.constants import Q, R
+from . import runtime
 from .runtime import BLOCK, GpuOutOfMemory, env_choice, grid_for, launch, op_errors, synchronize, u32
 
 POINT_WORDS = {1: 12, 2: 24}  # affine point: uint64 words
@@ -70,6 +71,12 @@ def accumulation_mode() -> str:
     default: G1 2^26 1278 -> 1113 ms, G2 2^24 1308 -> 1080 ms on the H200) or "items" (one thread per
     bucket, crowded buckets split into items of ITEM_ENTRIES); CUZK_MSM_ACC."""
     return env_choice("CUZK_MSM_ACC", ("even", "items"))
+
+
+def accumulation_ranges_per_thread() -> int:
+    """Ranges of S entries that one thread of the even accumulation adds side by side: the msm module's
+    CUZK_ACC_ILP define (1 unless a kernel variant sets it), which decides how many threads to launch."""
+    return int(dict(runtime.VARIANTS.get("msm", ())).get("CUZK_ACC_ILP", "1"))
 
 
 def even_chunk(n_entries: int) -> int:
@@ -160,7 +167,8 @@ def _accumulate_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bou
     nthreads = -(-n_entries // S)
     partials = _poisoned((total + nthreads, XYZZ_WORDS[group]))  # slots b + t; the unused ones are never read
     first_bucket = _poisoned(nthreads, cupy.uint32)
-    launch("msm", _k(group, "accumulate_even"), grid_for(nthreads, 128), 128,
+    ilp = accumulation_ranges_per_thread()
+    launch("msm", _k(group, "accumulate_even"), grid_for(-(-nthreads // ilp), 128), 128,
            (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials, first_bucket), op)
     prof.mark(mark)
     # a bucket's pieces: at most ceil(count / S) + 1 (one more when it starts inside a thread's range)

@@ -155,6 +155,9 @@ __device__ __forceinline__ Elem<T> dbl(const Elem<T>& a) {
 #ifndef CUZK_MUL_PTX
 #define CUZK_MUL_PTX 0
 #endif
+#ifndef CUZK_MUL_EO
+#define CUZK_MUL_EO 0
+#endif
 
 #if CUZK_MUL_PTX
 // Montgomery product a*b/2^(32N) mod p (CIOS) with PTX carry chains: per step one chain of
@@ -190,6 +193,83 @@ __device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
 #pragma unroll
         for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(m), "r"(T::P(j)));
         asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+#pragma unroll
+        for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
+        t[N + 1] = 0;
+    }
+    Elem<T> r;
+    reduce_once<T>(r, t, t[N]);
+    return r;
+}
+#elif CUZK_MUL_EO
+// Montgomery product a*b/2^(32N) mod p (CIOS), "form A" of the performance anchors: every partial
+// product is one full 32x32->64 multiply with no addend (IMAD.WIDE), and the adds go to the ALU pipe as
+// two carry chains per row. The products of even j tile the words j, j+1 = 0..N-1 without overlap and
+// the odd ones tile 1..N, so each half is one add.cc/addc.cc chain over contiguous words, and no
+// product's halves need to be moved into a register pair that also holds an addend (the IMAD.MOVs of
+// the default form). N is even for both fields.
+template <int N>
+__device__ __forceinline__ void row_products(u32 x, const u32* y, u32* lo, u32* hi) {
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        u64 p = (u64)x * y[j];
+        lo[j] = (u32)p;
+        hi[j] = (u32)(p >> 32);
+    }
+}
+
+// t[0..N+1] += the products of the even j (words 0..N-1), then those of the odd j (words 1..N)
+template <int N>
+__device__ __forceinline__ void add_row(u32* t, const u32* lo, const u32* hi) {
+    asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(t[0]) : "r"(lo[0]));
+    asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(t[1]) : "r"(hi[0]));
+#pragma unroll
+    for (int j = 2; j < N; j += 2) {
+        asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(t[j]) : "r"(lo[j]));
+        asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(t[j + 1]) : "r"(hi[j]));
+    }
+    asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
+    asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+    asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(t[1]) : "r"(lo[1]));
+    asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(t[2]) : "r"(hi[1]));
+#pragma unroll
+    for (int j = 3; j < N; j += 2) {
+        asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(t[j]) : "r"(lo[j]));
+        asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(t[j + 1]) : "r"(hi[j]));
+    }
+    asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
+    constexpr int N = T::N;
+    u32 t[N + 2], lo[N], hi[N], p[N];
+#pragma unroll
+    for (int j = 0; j < N; j++) p[j] = T::P(j);
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        row_products<N>(a.v[i], b.v, lo, hi);
+        if (i == 0) {  // t = 0: the even products are the words themselves, only the odd ones are added
+#pragma unroll
+            for (int j = 0; j < N; j += 2) {
+                t[j] = lo[j];
+                t[j + 1] = hi[j];
+            }
+            t[N] = 0;
+            asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(t[1]) : "r"(lo[1]));
+            asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(t[2]) : "r"(hi[1]));
+#pragma unroll
+            for (int j = 3; j < N; j += 2) {
+                asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(t[j]) : "r"(lo[j]));
+                asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(t[j + 1]) : "r"(hi[j]));
+            }
+            asm volatile("addc.u32 %0, 0, 0;" : "=r"(t[N + 1]));
+        } else {
+            add_row<N>(t, lo, hi);
+        }
+        const u32 m = t[0] * T::NP0;
+        row_products<N>(m, p, lo, hi);
+        add_row<N>(t, lo, hi);  // t[0] becomes 0: the shift below drops it
 #pragma unroll
         for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
         t[N + 1] = 0;

@@ -170,15 +170,8 @@ __device__ __forceinline__ void accumulate(const Affine<F>* __restrict__ bases, 
 #ifndef CUZK_ACC_PREFETCH
 #define CUZK_ACC_PREFETCH 0
 #endif
-template <class F>
-__device__ __forceinline__ void accumulate_even(const Affine<F>* __restrict__ bases, const u32* __restrict__ entries,
-                                                const u32* __restrict__ bounds, u32 total, u32 n_entries, u32 S,
-                                                XYZZ<F>* __restrict__ partials, u32* __restrict__ first_bucket) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    u64 lo64 = (u64)t * S;
-    if (lo64 >= n_entries) return;
-    u32 lo = (u32)lo64, hi = lo64 + S < n_entries ? (u32)(lo64 + S) : n_entries;
-    // the bucket holding entry lo: bounds[a] <= lo < bounds[z] throughout (bounds[total] = n_entries > lo)
+// The bucket holding entry lo: bounds[a] <= lo < bounds[z] throughout (bounds[total] = n_entries > lo)
+__device__ __forceinline__ u32 bucket_of(const u32* __restrict__ bounds, u32 total, u32 lo) {
     u32 a = 0, z = total;
     while (z - a > 1) {
         u32 m = (a + z) >> 1;
@@ -187,7 +180,23 @@ __device__ __forceinline__ void accumulate_even(const Affine<F>* __restrict__ ba
         else
             z = m;
     }
-    u32 b = a, end = bounds[b + 1];
+    return a;
+}
+
+#ifndef CUZK_ACC_ILP
+#define CUZK_ACC_ILP 1
+#endif
+
+#if CUZK_ACC_ILP == 1
+template <class F>
+__device__ __forceinline__ void accumulate_even(const Affine<F>* __restrict__ bases, const u32* __restrict__ entries,
+                                                const u32* __restrict__ bounds, u32 total, u32 n_entries, u32 S,
+                                                XYZZ<F>* __restrict__ partials, u32* __restrict__ first_bucket) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    u64 lo64 = (u64)t * S;
+    if (lo64 >= n_entries) return;
+    u32 lo = (u32)lo64, hi = lo64 + S < n_entries ? (u32)(lo64 + S) : n_entries;
+    u32 b = bucket_of(bounds, total, lo), end = bounds[b + 1];
     first_bucket[t] = b;
     XYZZ<F> acc = XYZZ<F>::inf();
 #if CUZK_ACC_PREFETCH
@@ -219,6 +228,73 @@ __device__ __forceinline__ void accumulate_even(const Affine<F>* __restrict__ ba
     }
     partials[(u64)b + t] = acc;
 }
+#else
+// CUZK_ACC_ILP=2: each thread runs the ranges of two virtual threads v = 2t and 2t + 1 side by side (the
+// same slots and first_bucket entries as two threads of the one-range kernel; the host launches half
+// as many threads), so the scheduler can interleave two independent addition chains. This helps if
+// the multiply's carry chains are latency-bound at the occupancy the register cap allows.
+template <class F>
+struct EvenRange {
+    u32 j, hi, b, end, v;
+    XYZZ<F> acc;
+    __device__ __forceinline__ void open(const u32* __restrict__ bounds, u32 total, u32 n_entries, u32 S, u32 virt,
+                                         u32* __restrict__ first_bucket) {
+        u64 lo64 = (u64)virt * S;
+        v = virt;
+        j = lo64 < n_entries ? (u32)lo64 : n_entries;
+        hi = lo64 + S < n_entries ? (u32)(lo64 + S) : n_entries;
+        acc = XYZZ<F>::inf();
+        if (j < hi) {
+            b = bucket_of(bounds, total, j);
+            end = bounds[b + 1];
+            first_bucket[v] = b;
+        }
+    }
+    // before adding entry j: close the bucket that ends here (storing its piece) and skip empty ones
+    __device__ __forceinline__ void boundary(const u32* __restrict__ bounds, XYZZ<F>* __restrict__ partials) {
+        if (j == end) {
+            partials[(u64)b + v] = acc;
+            acc = XYZZ<F>::inf();
+            do {
+                b++;
+                end = bounds[b + 1];
+            } while (end <= j);
+        }
+    }
+    __device__ __forceinline__ void add(const Affine<F>* __restrict__ bases, const u32* __restrict__ entries) {
+        u32 e = entries[j];
+        Affine<F> p = bases[e & ~SIGN_BIT];
+        F y = (e & SIGN_BIT) ? fneg(p.y) : p.y;
+        madd_inl(acc, p.x, y);
+        j++;
+    }
+};
+
+template <class F>
+__device__ __forceinline__ void accumulate_even(const Affine<F>* __restrict__ bases, const u32* __restrict__ entries,
+                                                const u32* __restrict__ bounds, u32 total, u32 n_entries, u32 S,
+                                                XYZZ<F>* __restrict__ partials, u32* __restrict__ first_bucket) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if ((u64)2 * t * S >= n_entries) return;
+    EvenRange<F> r0, r1;
+    r0.open(bounds, total, n_entries, S, 2 * t, first_bucket);
+    r1.open(bounds, total, n_entries, S, 2 * t + 1, first_bucket);
+    // r1's range is never longer than r0's: both full, or r1 the shorter (possibly empty) last one
+    u32 both = r1.hi - r1.j;
+    for (u32 k = 0; k < both; k++) {
+        r0.boundary(bounds, partials);
+        r1.boundary(bounds, partials);
+        r0.add(bases, entries);  // two independent chains in one basic block
+        r1.add(bases, entries);
+    }
+    while (r0.j < r0.hi) {
+        r0.boundary(bounds, partials);
+        r0.add(bases, entries);
+    }
+    partials[(u64)r0.b + r0.v] = r0.acc;
+    if (both) partials[(u64)r1.b + r1.v] = r1.acc;
+}
+#endif
 
 // Pieces of one bucket combined by a tree over rounds step = 1, 2, 4, ... (a crowded bucket, e.g. in a
 // short top window, has thousands of pieces: summing them in one thread took seconds). Bucket b's pieces
