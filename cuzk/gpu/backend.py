@@ -136,9 +136,9 @@ def to_pinned(v: np.ndarray) -> np.ndarray:
 
 
 def _host_copy(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
-    """dst[:] = src, on one thread or (CUZK_UPLOAD_COPY=parallel, Fr vectors) on every core; measure
-    against "single" before making it the default."""
-    if env_choice("CUZK_UPLOAD_COPY", ("single", "parallel")) == "parallel" and src.ndim == 2 and src.shape[1:] == (4,):
+    """dst[:] = src, on every core (CUZK_UPLOAD_COPY=parallel, the default for Fr vectors: 2^26 witness
+    upload 272 -> 102 ms on the H200, 2026-12-03) or on one thread (single)."""
+    if env_choice("CUZK_UPLOAD_COPY", ("parallel", "single")) == "parallel" and src.ndim == 2 and src.shape[1:] == (4,):
         return fr.copy_into(dst, src)
     np.copyto(dst, src)
     return dst

@@ -185,8 +185,8 @@ def ones_mode() -> str:
     """How the bases of scalars equal to one are summed: "masked" (grid-stride loop over all n points,
     adding where the flag says one: lanes of a warp idle where their point is not selected) or
     "compact" (indices of the ones compacted first, then the even accumulation over them as one
-    bucket); CUZK_MSM_ONES. "compact" is not yet measured on the device: masked stays the default."""
-    return env_choice("CUZK_MSM_ONES", ("masked", "compact"))
+    bucket); CUZK_MSM_ONES. Compact is the default: G1 0/1 2^26 66.8 -> 41.5 ms on the H200 (2026-12-03)."""
+    return env_choice("CUZK_MSM_ONES", ("compact", "masked"))
 
 
 def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool,

@@ -318,8 +318,9 @@ __device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
 
 #endif
 
+// On by default: G1 MSM 2^26 980 -> 955 ms on the H200 (2026-12-03); CUZK_SQR_SOS=0 is the CIOS square.
 #ifndef CUZK_SQR_SOS
-#define CUZK_SQR_SOS 0
+#define CUZK_SQR_SOS 1
 #endif
 
 // Montgomery reduction of a 2N-limb value t < p R (SOS: N rows of m p added, then the high half):
@@ -487,8 +488,9 @@ __device__ __forceinline__ Fq2 sub(const Fq2& a, const Fq2& b) { return fq2_sub(
 __device__ __forceinline__ Fq2 neg(const Fq2& a) { return fq2_neg(a); }
 __device__ __forceinline__ Fq2 dbl(const Fq2& a) { return add(a, a); }
 
+// On by default: G2 MSM 2^24 1069 -> 957 ms on the H200 (2026-12-03); CUZK_FQ2_LAZY=0 is plain Karatsuba.
 #ifndef CUZK_FQ2_LAZY
-#define CUZK_FQ2_LAZY 0
+#define CUZK_FQ2_LAZY 1
 #endif
 
 #if CUZK_FQ2_LAZY

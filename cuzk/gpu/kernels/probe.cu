@@ -4,7 +4,7 @@
 // fq_mul_chains_K: K independent Montgomery-multiply chains per thread. If the rate grows with K at a
 // fixed grid, the multiply is bound by the latency of its carry chains rather than by the IMAD pipe,
 // and the accumulation kernels would gain from interleaving independent work per thread.
-// fq_sqr_chains_4: the same with squares (sqr(): the SOS square when built with CUZK_SQR_SOS=1).
+// fq_sqr_chains_4: the same with squares (sqr(): the SOS square unless built with CUZK_SQR_SOS=0).
 #include "field.cuh"
 
 template <int K, bool SQUARE>
