@@ -24,14 +24,16 @@ class GpuOutOfMemory(GpuError):
 
 _kernels: dict[tuple, object] = {}
 
-# Kernel variants (#defines) per module, e.g. {"msm": (("CUZK_MUL_PTX", "1"),)}: set by benchmarks, or for
-# every module from the environment: CUZK_KERNEL_DEFINES="CUZK_MUL_PTX=1,CUZK_ACC_MINB=3".
-def _env_defines() -> tuple[tuple[str, str], ...]:
-    spec = os.environ.get("CUZK_KERNEL_DEFINES", "")
+# Kernel variants (#defines) per module, e.g. {"msm": (("CUZK_MUL_PTX", "1"),)}: set by benchmarks, or from
+# the environment: CUZK_KERNEL_DEFINES="CUZK_MUL_PTX=1,CUZK_ACC_MINB=3" for every module, and
+# CUZK_KERNEL_DEFINES_<MODULE> (e.g. CUZK_KERNEL_DEFINES_MSM) for one module, in its place (bisecting a
+# fault down to one module).
+def _env_defines(module: str) -> tuple[tuple[str, str], ...]:
+    spec = os.environ.get(f"CUZK_KERNEL_DEFINES_{module.upper()}", os.environ.get("CUZK_KERNEL_DEFINES", ""))
     return tuple(tuple(kv.split("=", 1)) for kv in spec.split(",") if kv)  # type: ignore[misc]
 
 
-VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {m: _env_defines() for m in MODULES}
+VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {m: _env_defines(m) for m in MODULES}
 
 
 def env_choice(name: str, choices: tuple[str, ...]) -> str:
