@@ -69,7 +69,7 @@ def main() -> int:
     rows = []
     for spec in a.config:
         name, extra = parse_config(spec)
-        env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1", **extra)
+        env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1", CUZK_SYNC_LAUNCH="1", **extra)
         t = time.perf_counter()
         try:
             p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=a.timeout)
@@ -89,6 +89,9 @@ def main() -> int:
     print(f"\n{a.case}: configuration, verdict, seconds")
     for name, verdict, secs in rows:
         print(f"  {name:<16} {verdict:<70.70} {secs:6.1f}")
+    for name, verdict, _ in rows:  # the whole first error line: the kernel and its sizes are at its end
+        if not verdict.startswith("OK"):
+            print(f"{name}: {verdict}")
     return 1 if failed else 0
 
 

@@ -207,6 +207,17 @@ def test_msm_g2_matches_cpu(n, kind):
     assert got == _cpu_msm(2, host, s), (n, kind)
 
 
+@pytest.mark.parametrize("kind", ["bits", "random"])
+def test_msm_g2_prover_sized_matches_cpu(kind):
+    """A G2 MSM as large as the prover's B_G2 of a 2^16 circuit (72773 points, window 12: many crowded
+    buckets, so the tree that combines a bucket's pieces runs several rounds); the lazily reduced Fq2
+    multiply faulted exactly there (g2_combine_pieces) while every smaller G2 test passed."""
+    n = 72773
+    bases, host = _device_bases(2, n, infinity_every=17)
+    s = _scalars(kind, n)
+    assert gmsm.msm(2, bases, cupy.asarray(s), window=12) == _cpu_msm(2, host, s), kind
+
+
 @pytest.mark.parametrize("window", [4, 7, 11, 16])
 def test_msm_window_override(window):
     n = 3000
@@ -248,12 +259,11 @@ def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
     assert st.ones == int(np.sum(np.all(s == fr.one_mont(), axis=1))), "MsmStats.ones counts the one-scalars"
 
 
-@pytest.mark.parametrize("defines", ["CUZK_SQR_SOS=0", "CUZK_FQ2_LAZY=0", "CUZK_MUL_EO=1", "CUZK_ACC_ILP=2,CUZK_ACC_MINB=2"])
+@pytest.mark.parametrize("defines", ["CUZK_SQR_SOS=0", "CUZK_MUL_EO=1", "CUZK_ACC_ILP=2,CUZK_ACC_MINB=2"])
 @pytest.mark.parametrize("group,n,kind", [(1, 5000, "random"), (1, 3001, "bits"), (2, 700, "random"), (2, 300, "bits")])
 def test_kernel_variants_match_cpu(defines, group, n, kind, monkeypatch):
     """The msm module built without the default's dedicated Montgomery square (CUZK_SQR_SOS=0: the CIOS
-    square in every G1 doubling and mixed addition), without its lazily reduced Fq2 multiply
-    (CUZK_FQ2_LAZY=0: plain Karatsuba in every G2 operation), with the form-A
+    square in every G1 doubling and mixed addition), with the form-A
     multiply (CUZK_MUL_EO=1: everything) or two accumulation ranges per thread (CUZK_ACC_ILP=2: the
     bucket and the compacted 0/1 accumulation; S = 4 at these sizes, so ranges cross many bucket
     boundaries) gives the CPU path's results."""

@@ -87,7 +87,9 @@ class _Events:
                 self.start = cupy.cuda.Event()
                 self.start.record()
 
-            def __exit__(self, *exc):
+            def __exit__(self, exc_type, *exc):
+                if exc_type is not None:  # no CUDA calls on the way out: they would replace the real error
+                    return False
                 end = cupy.cuda.Event()
                 end.record()
                 ev.marks.append((name, self.start, end))

@@ -55,6 +55,11 @@ def kernel(module: str, name: str):
     return k
 
 
+# CUZK_SYNC_LAUNCH=1: wait for every kernel at its launch, so an asynchronous fault (illegal address)
+# is reported against the kernel that made it, with its grid and argument shapes (debugging only).
+SYNC_LAUNCH = os.environ.get("CUZK_SYNC_LAUNCH", "0") == "1"
+
+
 def launch(module: str, name: str, grid: int | tuple[int, int], block: int, args: tuple, op: str, shared: int = 0) -> None:
     """Launch a kernel; ``grid`` is x or (x, y) blocks."""
     g = tuple(int(x) for x in grid) if isinstance(grid, tuple) else (int(grid),)
@@ -62,8 +67,11 @@ def launch(module: str, name: str, grid: int | tuple[int, int], block: int, args
         return
     try:
         kernel(module, name)(g, (int(block),), args, shared_mem=shared)
-    except cupy.cuda.driver.CUDADriverError as e:
-        raise GpuError(f"{op}: kernel {name} (grid {g} x {block}) failed: {e}") from None
+        if SYNC_LAUNCH:
+            cupy.cuda.get_current_stream().synchronize()
+    except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as e:
+        shapes = ", ".join(f"{a.shape}" if hasattr(a, "shape") else repr(a) for a in args)
+        raise GpuError(f"{op}: kernel {module}.{name} (grid {g} x {block}, args {shapes}) failed: {e}") from None
 
 
 def grid_for(n: int, block: int = BLOCK) -> int:
@@ -78,6 +86,8 @@ def op_errors(op: str):
     except cupy.cuda.memory.OutOfMemoryError as e:
         raise GpuOutOfMemory(f"{op}: out of GPU memory ({e})") from None
     except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as e:
+        if SYNC_LAUNCH:  # debugging: keep the call that saw the error in the traceback
+            raise GpuError(f"{op}: CUDA error: {e}") from e
         raise GpuError(f"{op}: CUDA error: {e}") from None
 
 
