@@ -1,0 +1,58 @@
+"""Repro of the open lazy-Fq2 fault (device; NOTES.md 2026-12-03): the prover's B_G2 MSM of a dense 2^16
+circuit (GPU setup), built with the Karatsuba Fq2 multiply, then with CUZK_FQ2_LAZY=1, then Karatsuba
+again. After g2_accumulate_even the host checks first_bucket against a search of the bucket bounds, and
+before the first g2_combine_pieces round that first_bucket is unchanged; STACK=<bytes> raises the
+per-thread stack limit first.
+
+    CUDA_LAUNCH_BLOCKING=1 [STACK=32768] python3 bench/lazy_fq2_probe.py
+"""
+import sys, traceback
+from pathlib import Path
+import cupy, numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).parent))
+from cuzk.gpu import msm as gmsm, runtime, setup as gsetup
+from cuzk.gpu.backend import device_key, upload_fr
+from cuzk.r1cs import synthetic
+from gpu_prove import parse_case
+
+shape, n, _ = parse_case("dense:16")
+circ = synthetic.make(shape, n, seed=1)
+pk = gsetup.setup(circ.pce, "snarkjs", quiet=True)
+dk = device_key(pk)
+b2 = dk.points["b2"]; wd = upload_fr(circ.witness)
+print("b2", b2.shape, "scalars", wd.shape, flush=True)
+orig = runtime.launch
+state = {}
+
+def checked(module, name, grid, block, args, op, shared=0):
+    if name == "g2_combine_pieces" and "fb" in state:
+        fb_now = cupy.asnumpy(args[2])
+        if int(args[5]) == 1:
+            print(f"  before combine step 1: first_bucket changed: {int((fb_now != state['fb']).sum())}", flush=True)
+    orig(module, name, grid, block, args, op, shared)
+    if name == "g2_accumulate_even":
+        cupy.cuda.runtime.deviceSynchronize()
+        bounds = cupy.asnumpy(args[2]); total = int(args[3]); ne = int(args[4]); S = int(args[5])
+        fb = cupy.asnumpy(args[7]); nth = -(-ne // S)
+        want = np.searchsorted(bounds, np.arange(nth, dtype=np.int64) * S, side="right") - 1
+        bad = np.nonzero(fb[:nth] != want)[0]
+        print(f"  accumulate_even: total {total} entries {ne} S {S} threads {nth} partials {args[6].shape}; "
+              f"bounds monotone {bool(np.all(np.diff(bounds.astype(np.int64)) >= 0))} last {bounds[-1]}; "
+              f"first_bucket wrong at {bad.size} threads {bad[:8].tolist()} got {fb[bad[:8]].tolist()} want {want[bad[:8]].tolist()}", flush=True)
+        state["fb"] = fb.copy()
+
+gmsm.launch = checked
+import os
+if os.environ.get("STACK"):
+    cupy.cuda.runtime.deviceSetLimit(0, int(os.environ["STACK"]))  # cudaLimitStackSize
+    print("stack limit", cupy.cuda.runtime.deviceGetLimit(0), flush=True)
+for label, defines in (("karatsuba", ()), ("lazy", (("CUZK_FQ2_LAZY", "1"),)), ("karatsuba again", ())):
+    runtime.VARIANTS["msm"] = defines
+    state.clear()
+    print(label, flush=True)
+    try:
+        r = gmsm.msm(2, b2, cupy.ascontiguousarray(wd))
+        print("  result", str(r)[:60], flush=True)
+    except Exception as e:
+        print("  FAILED:", str(e)[:300], flush=True)
+        break
