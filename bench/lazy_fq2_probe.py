@@ -2,7 +2,10 @@
 circuit (GPU setup), built with the Karatsuba Fq2 multiply, then with CUZK_FQ2_LAZY=1, then Karatsuba
 again. After g2_accumulate_even the host checks first_bucket against a search of the bucket bounds, and
 before the first g2_combine_pieces round that first_bucket is unchanged; STACK=<bytes> raises the
-per-thread stack limit first.
+per-thread stack limit first. It also counts, for each build, the first pieces at infinity and round 1's
+pairs (right or left at infinity, raw-equal: the doubling path) and compares the lazy build's pieces with
+Karatsuba's (reduced results are unique, so any difference is an arithmetic bug). That part was written
+after the session's device time ran out and has not run yet.
 
     CUDA_LAUNCH_BLOCKING=1 [STACK=32768] python3 bench/lazy_fq2_probe.py
 """
@@ -40,6 +43,21 @@ def checked(module, name, grid, block, args, op, shared=0):
               f"bounds monotone {bool(np.all(np.diff(bounds.astype(np.int64)) >= 0))} last {bounds[-1]}; "
               f"first_bucket wrong at {bad.size} threads {bad[:8].tolist()} got {fb[bad[:8]].tolist()} want {want[bad[:8]].tolist()}", flush=True)
         state["fb"] = fb.copy()
+        if total > 1:  # the pieces each thread's first bucket got, and round 1's pairs among them
+            parts = cupy.asnumpy(args[6])
+            t = np.arange(nth, dtype=np.int64)
+            first = parts[fb[:nth].astype(np.int64) + t]
+            t0 = bounds[fb[:nth]].astype(np.int64) // S
+            right = (t > t0) & ((t - t0) % 2 == 1)
+            inf = np.all(first[:, 24:36] == 0, axis=1)
+            li = np.nonzero(right)[0] - 1
+            same = np.all(first[right] == first[li], axis=1)
+            print(f"  pieces: {nth} first pieces, {int(inf.sum())} at infinity; round-1 pairs {int(right.sum())}: "
+                  f"right inf {int(inf[right].sum())}, left inf {int(inf[li].sum())}, raw-equal {int(same.sum())}", flush=True)
+            if "first" in state:
+                diff = np.nonzero(np.any(first != state["first"], axis=1))[0]
+                print(f"  pieces differing from the previous build: {diff.size} {diff[:8].tolist()}", flush=True)
+            state["first_keep"] = first
 
 gmsm.launch = checked
 import os
@@ -48,7 +66,10 @@ if os.environ.get("STACK"):
     print("stack limit", cupy.cuda.runtime.deviceGetLimit(0), flush=True)
 for label, defines in (("karatsuba", ()), ("lazy", (("CUZK_FQ2_LAZY", "1"),)), ("karatsuba again", ())):
     runtime.VARIANTS["msm"] = defines
+    keep = state.get("first_keep")
     state.clear()
+    if keep is not None:
+        state["first"] = keep
     print(label, flush=True)
     try:
         r = gmsm.msm(2, b2, cupy.ascontiguousarray(wd))
