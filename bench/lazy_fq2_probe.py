@@ -9,7 +9,8 @@ after the session's device time ran out and has not run yet.
 
     CUDA_LAUNCH_BLOCKING=1 [STACK=32768] python3 bench/lazy_fq2_probe.py
 """
-import sys, traceback
+import os
+import sys
 from pathlib import Path
 import cupy, numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).parent))
@@ -60,7 +61,6 @@ def checked(module, name, grid, block, args, op, shared=0):
             state["first_keep"] = first
 
 gmsm.launch = checked
-import os
 if os.environ.get("STACK"):
     cupy.cuda.runtime.deviceSetLimit(0, int(os.environ["STACK"]))  # cudaLimitStackSize
     print("stack limit", cupy.cuda.runtime.deviceGetLimit(0), flush=True)

@@ -86,9 +86,8 @@ def op_errors(op: str):
     except cupy.cuda.memory.OutOfMemoryError as e:
         raise GpuOutOfMemory(f"{op}: out of GPU memory ({e})") from None
     except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as e:
-        if SYNC_LAUNCH:  # debugging: keep the call that saw the error in the traceback
-            raise GpuError(f"{op}: CUDA error: {e}") from e
-        raise GpuError(f"{op}: CUDA error: {e}") from None
+        # debugging (CUZK_SYNC_LAUNCH=1): keep the call that saw the error in the traceback
+        raise GpuError(f"{op}: CUDA error: {e}") from (e if SYNC_LAUNCH else None)
 
 
 def synchronize(op: str) -> None:
