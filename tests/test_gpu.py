@@ -229,7 +229,23 @@ def test_msm_window_override(window):
     assert gmsm.msm(1, bases, cupy.asarray(s), window=window, ones=False) == want
 
 
-@pytest.mark.parametrize("mode", ["even", "even-unfused", "even-S5", "even-S64", "items"])
+def _affine_test_env(mode: str, monkeypatch) -> None:
+    """Batch-affine settings for a test mode "affine[-K<k>][-R<rounds>][-groups]": rounds run on small
+    inputs too (no minimum), K additions per thread, one window per group (the multi-group path)."""
+    if not mode.startswith("affine"):
+        return
+    monkeypatch.setenv("CUZK_MSM_AFFINE_MIN", "0")
+    for part in mode.split("-")[1:]:
+        if part.startswith("K"):
+            monkeypatch.setenv("CUZK_MSM_AFFINE_K", part[1:])
+        elif part.startswith("R"):
+            monkeypatch.setenv("CUZK_MSM_AFFINE_ROUNDS", part[1:])
+        elif part == "groups":
+            monkeypatch.setenv("CUZK_MSM_AFFINE_GROUP_BYTES", "1")
+
+
+@pytest.mark.parametrize("mode", ["even", "even-unfused", "even-S5", "even-S64", "items", "affine", "affine-K1",
+                                  "affine-K5-groups", "affine-R1"])
 @pytest.mark.parametrize("group,n,window,kind", [
     (1, 1, None, "random"), (1, 3000, 4, "random"), (1, 3000, 9, "bits"), (1, 70001, None, "random"),
     (1, (1 << 18) + 5, None, "small"), (1, 70001, 21, "random"), (2, 2000, 5, "random"), (2, 4099, None, "bits")])
@@ -240,12 +256,13 @@ def test_msm_accumulation_modes_match_cpu(mode, group, n, window, kind, monkeypa
     monkeypatch.setenv("CUZK_MSM_FUSED_SEGMENTS", "0" if mode.endswith("unfused") else "1")
     if "-S" in mode:  # entries per thread forced: the production 64 and an odd value, on small inputs
         monkeypatch.setenv("CUZK_MSM_EVEN_S", mode.split("-S")[1])
+    _affine_test_env(mode, monkeypatch)
     bases, host = _device_bases(group, n, infinity_every=11 if n > 10 else 0)
     s = _scalars(kind, n)
     assert gmsm.msm(group, bases, cupy.asarray(s), window=window) == _cpu_msm(group, host, s), (mode, group, n, window)
 
 
-@pytest.mark.parametrize("mode", ["compact", "compact-S64", "masked"])
+@pytest.mark.parametrize("mode", ["compact", "compact-S64", "masked", "compact-affine", "compact-affine-K3"])
 @pytest.mark.parametrize("group,n,kind", [(1, 1, "one"), (1, 5000, "one"), (1, 70001, "bits"), (1, 300, "zero"),
                                           (1, (1 << 18) + 3, "bits"), (2, 4099, "bits"), (2, 17, "one")])
 def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
@@ -253,6 +270,9 @@ def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
     monkeypatch.setenv("CUZK_MSM_ONES", mode.split("-")[0])
     if mode.endswith("S64"):
         monkeypatch.setenv("CUZK_MSM_EVEN_S", "64")
+    if "affine" in mode:
+        monkeypatch.setenv("CUZK_MSM_ACC", "affine")
+        _affine_test_env(mode[mode.index("affine"):], monkeypatch)
     bases, host = _device_bases(group, n, infinity_every=9 if n > 10 else 0)
     s = _scalars(kind, n)
     st = gmsm.MsmStats(n, 0, 0)
@@ -276,6 +296,29 @@ def test_kernel_variants_match_cpu(defines, group, n, kind, monkeypatch):
     if "CUZK_ACC_ILP" in defines:
         monkeypatch.setenv("CUZK_MSM_ONES", "compact")  # the 0/1 sum through the even accumulation too
     assert gmsm.msm(group, bases, cupy.asarray(s)) == _cpu_msm(group, host, s), (group, n, kind)
+
+
+@pytest.mark.parametrize("group", [1, 2])
+@pytest.mark.parametrize("mode", ["affine", "affine-K1", "even"])
+def test_msm_equal_and_opposite_points_in_one_bucket(group, mode, monkeypatch):
+    """Every scalar equal, so each bucket holds the same bases: pairs of one point with itself (a doubling
+    in the batch-affine round), with its negation (infinity), with infinity, and of infinities."""
+    monkeypatch.setenv("CUZK_MSM_ACC", mode.split("-")[0])
+    _affine_test_env(mode, monkeypatch)
+    base, host = _device_bases(group, 6)
+    host = list(host)
+    neg = [-p for p in host]
+    ident = G1Point.identity() if group == 1 else G2Point.identity()
+    # P, P, -P, P, inf, inf, Q, -Q, Q, Q, Q ... (sorted buckets keep the scatter's order only loosely,
+    # so many repetitions make each kind of pair likely in every round)
+    seq = []
+    for k in range(200):
+        seq += [host[k % 6], host[k % 6], neg[k % 6], host[(k + 1) % 6], ident, ident]
+    to_lem = pts.g1_to_lem if group == 1 else pts.g2_to_lem
+    bases = gmsm.upload_points(to_lem(seq), group)
+    s = np.tile(rand_fr(1), (len(seq), 1))
+    got = gmsm.msm(group, bases, cupy.asarray(s), window=8)
+    assert got == _cpu_msm(group, seq, s), (group, mode)
 
 
 @pytest.mark.parametrize("var", ["CUZK_MSM_ACC", "CUZK_MSM_ONES"])

@@ -5,7 +5,8 @@ uploaded once and kept resident) and scalars as a Montgomery Fr vector, and retu
 arkworks point. Zero scalars are skipped; scalars equal to one are summed apart (the 0/1 fast path:
 a masked parallel sum, or with CUZK_MSM_ONES=compact an accumulation over their compacted indices) and
 only the rest go through the buckets, accumulated with S entries per thread across bucket boundaries
-(CUZK_MSM_ACC=even, the default; the pieces of a bucket are then combined by a parallel tree).
+(CUZK_MSM_ACC=even, the default; the pieces of a bucket are then combined by a parallel tree), or
+first halved by batch-affine rounds that share one inversion among many additions (CUZK_MSM_ACC=affine).
 """
 
 from __future__ import annotations
@@ -68,9 +69,112 @@ def choose_window(n: int, group: int = 1, bits: int = 255) -> int:
 
 def accumulation_mode() -> str:
     """Bucket accumulation: "even" (S consecutive entries per thread across bucket boundaries; the
-    default: G1 2^26 1278 -> 1113 ms, G2 2^24 1308 -> 1080 ms on the H200) or "items" (one thread per
-    bucket, crowded buckets split into items of ITEM_ENTRIES); CUZK_MSM_ACC."""
-    return env_choice("CUZK_MSM_ACC", ("even", "items"))
+    default: G1 2^26 1278 -> 1113 ms, G2 2^24 1308 -> 1080 ms on the H200), "items" (one thread per
+    bucket, crowded buckets split into items of ITEM_ENTRIES) or "affine" (batch-affine rounds that
+    halve every bucket, then the even accumulation over what is left); CUZK_MSM_ACC."""
+    return env_choice("CUZK_MSM_ACC", ("even", "items", "affine"))
+
+
+AFFINE_KMAX = 128  # must match CUZK_AFFINE_KMAX in msm.cu (the per-thread prefix array)
+AFFINE_MIN_POINTS = 1 << 15  # below this many points a round is left to the XYZZ accumulation
+AFFINE_GROUP_BYTES = 8 << 30  # window groups: the bound on one group's first-round output
+
+
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def affine_pairs_per_thread(m_out: int) -> int:
+    """Additions per thread in a batch-affine round (they share one inversion): CUZK_MSM_AFFINE_K, or
+    AFFINE_KMAX, fewer when that would leave under ~2^17 threads (never under 8)."""
+    env = os.environ.get("CUZK_MSM_AFFINE_K")
+    if env:
+        return max(1, min(AFFINE_KMAX, int(env)))
+    return max(8, min(AFFINE_KMAX, m_out >> 17))
+
+
+def affine_round_limit() -> int:
+    """Most batch-affine rounds per MSM (CUZK_MSM_AFFINE_ROUNDS, default 16)."""
+    return _env_int("CUZK_MSM_AFFINE_ROUNDS", 16)
+
+
+def _affine_rounds(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bounds: cupy.ndarray, total: int,
+                   op: str, force_first: bool) -> tuple[cupy.ndarray | None, cupy.ndarray, int]:
+    """Batch-affine rounds over bucket-sorted ``entries`` (``bounds``: total + 1 offsets): each round adds
+    the points of every bucket in consecutive pairs, so a bucket of n becomes ceil(n / 2) points.
+    Rounds stop when every bucket holds one point, when under an eighth of the points would still pair
+    (the XYZZ accumulation does such tails without a pass over everything), when under
+    AFFINE_MIN_POINTS remain (CUZK_MSM_AFFINE_MIN), or after affine_round_limit(); ``force_first`` runs the first round
+    anyway (it gathers the points, so the caller gets a point array). Returns (points, bounds, max
+    bucket size); with no round run, points is None and the inputs stand."""
+    counts = bounds[1:] - bounds[:-1]
+    max_count = int(counts.max()) if total else 0
+    src, in_bounds, m_in, rounds = None, bounds, int(bounds[-1]), 0
+    while (rounds == 0 and force_first) or (rounds < affine_round_limit() and max_count > 1 and m_in >= _env_int("CUZK_MSM_AFFINE_MIN", AFFINE_MIN_POINTS)):
+        out_counts = (counts + 1) >> 1
+        out_bounds = cupy.zeros(total + 1, dtype=cupy.uint32)
+        out_bounds[1:] = cupy.cumsum(out_counts, dtype=cupy.uint64)
+        m_out = int(out_bounds[-1])
+        if (rounds or not force_first) and (m_in - m_out) * 8 < m_in:
+            break
+        K = affine_pairs_per_thread(m_out)
+        dst = _poisoned((m_out, POINT_WORDS[group]))
+        nthreads = -(-m_out // K)
+        if src is None:
+            launch("msm", _k(group, "affine_round_gather"), grid_for(nthreads, 128), 128,
+                   (bases, entries, in_bounds, out_bounds, u32(total), u32(m_out), u32(K), dst), op)
+        else:
+            launch("msm", _k(group, "affine_round"), grid_for(nthreads, 128), 128,
+                   (src, in_bounds, out_bounds, u32(total), u32(m_out), u32(K), dst), op)
+        src, in_bounds, counts, m_in = dst, out_bounds, out_counts, m_out
+        max_count = (max_count + 1) // 2
+        rounds += 1
+    return src, in_bounds, max_count
+
+
+def _affine_then_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bounds: cupy.ndarray, total: int,
+                      nwin: int, op: str, prof: "_Profile", mark: str) -> tuple[cupy.ndarray, cupy.ndarray, int]:
+    """Batch-affine rounds window group by window group (one group's first-round output is bounded by
+    AFFINE_GROUP_BYTES, CUZK_MSM_AFFINE_GROUP_BYTES), their points then accumulated by the even accumulation over all windows.
+    Returns (partials, bounds of the accumulated points, S) as _accumulate_even's callers expect."""
+    nb = total // nwin
+    half_point = POINT_WORDS[group] * 8 // 2  # first-round output bytes per entry
+    bounds_host = cupy.asnumpy(bounds[::nb])  # window starts and the entry count
+    groups, w0 = [], 0
+    while w0 < nwin:
+        w1 = w0 + 1
+        while w1 < nwin and (int(bounds_host[w1 + 1]) - int(bounds_host[w0])) * half_point <= _env_int("CUZK_MSM_AFFINE_GROUP_BYTES", AFFINE_GROUP_BYTES):
+            w1 += 1
+        groups.append((w0, w1))
+        w0 = w1
+    if len(groups) == 1:
+        points, new_bounds, max_count = _affine_rounds(group, bases, entries, bounds, total, op, False)
+        prof.mark(mark + "_affine")
+        if points is None:  # no round was worth it: the plain even accumulation
+            max_count = int((bounds[1:] - bounds[:-1]).max())
+            partials, S = _accumulate_even(group, bases, entries, bounds, total, int(bounds[-1]), max_count, op, prof, mark)
+            return partials, bounds, S
+        m = int(new_bounds[-1])
+        iota = cupy.arange(m, dtype=cupy.uint32)
+        partials, S = _accumulate_even(group, points, iota, new_bounds, total, m, max_count, op, prof, mark)
+        return partials, new_bounds, S
+    pts_parts, bound_parts, max_count, offset = [], [], 0, 0
+    for w0, w1 in groups:  # each group's first round forced: every group then has a point array
+        e0, e1 = int(bounds_host[w0]), int(bounds_host[w1])
+        sub = bounds[w0 * nb : w1 * nb + 1] - np.uint32(e0)
+        g_pts, g_bounds, g_max = _affine_rounds(group, bases, entries[e0:e1], sub, (w1 - w0) * nb, op, True)
+        pts_parts.append(g_pts)
+        bound_parts.append(g_bounds[:-1] + np.uint32(offset))
+        offset += int(g_bounds[-1])
+        max_count = max(max_count, g_max)
+        del sub
+    points = pts_parts[0] if len(pts_parts) == 1 else cupy.concatenate(pts_parts)
+    del pts_parts
+    new_bounds = cupy.concatenate(bound_parts + [cupy.asarray(np.array([offset], dtype=np.uint32))])
+    prof.mark(mark + "_affine")
+    iota = cupy.arange(offset, dtype=cupy.uint32)
+    partials, S = _accumulate_even(group, points, iota, new_bounds, total, offset, max_count, op, prof, mark)
+    return partials, new_bounds, S
 
 
 def accumulation_ranges_per_thread() -> int:
@@ -211,7 +315,10 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
             m = int(idx.size)
             if m:
                 one_bucket = cupy.asarray(np.array([0, m], dtype=np.uint32))
-                part, _ = _accumulate_even(group, bases, idx, one_bucket, 1, m, m, op, prof, "ones_accumulate")
+                if accumulation_mode() == "affine":
+                    part, _, _ = _affine_then_even(group, bases, idx, one_bucket, 1, 1, op, prof, "ones_accumulate")
+                else:
+                    part, _ = _accumulate_even(group, bases, idx, one_bucket, 1, m, m, op, prof, "ones_accumulate")
                 extra = part[:1].copy()  # bucket 0's sum sits in slot 0; the pieces are freed now
                 del part
                 n_extra = 1
@@ -248,8 +355,9 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         bounds[1:] = ends
         del ends
         offsets = bounds[:total]
-        even = accumulation_mode() == "even"
-        if even:
+        mode = accumulation_mode()
+        even = mode in ("even", "affine")
+        if mode == "even":
             max_count = int(counts.max())  # read now, while the host waits for the scan anyway
         else:
             per_bucket_items = (counts + (ITEM_ENTRIES - 1)) // ITEM_ENTRIES
@@ -273,7 +381,10 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         fused = even and os.environ.get("CUZK_MSM_FUSED_SEGMENTS", "1") == "1"
         buckets = None if fused else _poisoned((total, words))
         if even:
-            partials, S = _accumulate_even(group, bases, entries, bounds, total, n_entries, max_count, op, prof, "accumulate")
+            if mode == "affine":
+                partials, bounds, S = _affine_then_even(group, bases, entries, bounds, total, nwin, op, prof, "accumulate")
+            else:
+                partials, S = _accumulate_even(group, bases, entries, bounds, total, n_entries, max_count, op, prof, "accumulate")
             del entries
             prof.mark("combine")
             if not fused:

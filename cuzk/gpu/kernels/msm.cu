@@ -314,6 +314,156 @@ __device__ __forceinline__ void combine_pieces(XYZZ<F>* __restrict__ partials, c
     partials[(u64)b + t - step] = left;
 }
 
+// ------------------------------------------------------------------------------------------------
+// Batch-affine rounds (CUZK_MSM_ACC=affine): before the even accumulation, each round adds the entries
+// of every bucket in consecutive pairs as affine points, so a bucket of n entries becomes ceil(n / 2)
+// points. An affine addition needs 1 / (x2 - x1); a thread's K additions share one inversion
+// (Montgomery's trick: prefix products forward, one inversion, unwind backward), which makes an
+// addition 5M + 1S plus 1/K of an inversion, against the XYZZ mixed addition's 8M + 2S.
+// Thread t produces the output points [t*K, (t+1)*K) of the round; output o of bucket b (outputs
+// out_bounds[b]..) adds its inputs i = in_bounds[b] + 2 (o - out_bounds[b]) and i + 1 (when i + 1 is still
+// in the bucket; otherwise it copies i). Round 0 reads bases[entries[i]] with the entry's sign, later
+// rounds the previous round's points. The point at infinity stays (0, 0) throughout.
+#ifndef CUZK_AFFINE_KMAX
+#define CUZK_AFFINE_KMAX 128
+#endif
+
+// a^(p-2) with 4-bit windows and the dedicated square: ~381 S + 110 M (the generic inverse() above
+// spends ~381 + 190 M); its cost is shared by the K additions of a thread, so it matters at small K.
+template <class T>
+__device__ __noinline__ Elem<T> inverse_windowed(const Elem<T>& a) {
+    Elem<T> table[16];
+    table[0] = Elem<T>::one();
+    table[1] = a;
+#pragma unroll 1
+    for (int i = 2; i < 16; i++) table[i] = mul<T>(table[i - 1], a);
+    Elem<T> r = Elem<T>::one();
+#pragma unroll 1
+    for (int i = T::N - 1; i >= 0; i--) {
+        u32 e = 0;
+#pragma unroll
+        for (int k = 0; k < T::N; k++) e = (k == i) ? T::PM2(k) : e;
+#pragma unroll 1
+        for (int k = 28; k >= 0; k -= 4) {
+            r = sqr<T>(sqr<T>(sqr<T>(sqr<T>(r))));
+            u32 nib = (e >> k) & 15u;
+            if (nib) r = mul<T>(r, table[nib]);
+        }
+    }
+    return r;
+}
+
+__device__ __forceinline__ Fq batch_inverse(const Fq& a) { return inverse_windowed<FqTag>(a); }
+template <class E>  // Fq2 or Fq2i: (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)
+__device__ __forceinline__ E batch_inverse(const E& a) {
+    Fq t = inverse_windowed<FqTag>(add<FqTag>(sqr<FqTag>(a.c0), sqr<FqTag>(a.c1)));
+    return {mul<FqTag>(a.c0, t), neg<FqTag>(mul<FqTag>(a.c1, t))};
+}
+
+// Input point i of a round
+template <class F, bool GATHER>
+__device__ __forceinline__ Affine<F> round_input(const Affine<F>* __restrict__ src, const u32* __restrict__ entries, u32 i) {
+    if (GATHER) {
+        u32 e = entries[i];
+        Affine<F> p = src[e & ~SIGN_BIT];
+        if (e & SIGN_BIT) p.y = fneg(p.y);  // -(0, 0) stays (0, 0)
+        return p;
+    }
+    return src[i];
+}
+
+// How output (p + q) is made: copy p (no partner, or q at infinity), copy q (p at infinity), infinity
+// (q = -p, or p of order 2), an addition or a doubling through the batch (den = the inverted term).
+enum PairKind { PAIR_COPY_P, PAIR_COPY_Q, PAIR_INF, PAIR_ADD, PAIR_DBL };
+
+template <class F>
+__device__ __forceinline__ int pair_kind(const Affine<F>& p, const Affine<F>& q, bool paired, F& den) {
+    if (!paired || q.is_inf()) return PAIR_COPY_P;
+    if (p.is_inf()) return PAIR_COPY_Q;
+    if (p.x == q.x) {
+        if (!(p.y == q.y) || p.y.is_zero()) return PAIR_INF;
+        den = fadd(p.y, p.y);
+        return PAIR_DBL;
+    }
+    den = fsub(q.x, p.x);
+    return PAIR_ADD;
+}
+
+// Walks the buckets of a thread's outputs (forward or backward); o must stay inside [0, m_out).
+struct RoundCursor {
+    u32 b, ob, oe, ib, ie;
+    __device__ __forceinline__ void load(const u32* __restrict__ in_bounds, const u32* __restrict__ out_bounds, u32 bucket) {
+        b = bucket;
+        ob = out_bounds[b];
+        oe = out_bounds[b + 1];
+        ib = in_bounds[b];
+        ie = in_bounds[b + 1];
+    }
+    __device__ __forceinline__ void seek(const u32* __restrict__ in_bounds, const u32* __restrict__ out_bounds, u32 o) {
+        while (o >= oe) load(in_bounds, out_bounds, b + 1);
+        while (o < ob) load(in_bounds, out_bounds, b - 1);
+    }
+    __device__ __forceinline__ u32 input(u32 o) const { return ib + 2 * (o - ob); }
+};
+
+template <class F, bool GATHER>
+__device__ __forceinline__ void affine_round(const Affine<F>* __restrict__ src, const u32* __restrict__ entries,
+                                             const u32* __restrict__ in_bounds, const u32* __restrict__ out_bounds,
+                                             u32 total, u32 m_out, u32 K, Affine<F>* __restrict__ dst) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    u64 lo64 = (u64)t * K;
+    if (lo64 >= m_out) return;
+    u32 lo = (u32)lo64, hi = lo64 + K < m_out ? (u32)(lo64 + K) : m_out;
+    F prefix[CUZK_AFFINE_KMAX];  // prefix[j]: product of the batched terms before output lo + j
+    RoundCursor c;
+    c.load(in_bounds, out_bounds, bucket_of(out_bounds, total, lo));
+    F acc = fone(F());
+    for (u32 o = lo; o < hi; o++) {
+        c.seek(in_bounds, out_bounds, o);
+        u32 i = c.input(o);
+        bool paired = i + 1 < c.ie;
+        Affine<F> p = round_input<F, GATHER>(src, entries, i);
+        Affine<F> q = paired ? round_input<F, GATHER>(src, entries, i + 1) : p;
+        F den;
+        int kind = pair_kind(p, q, paired, den);
+        prefix[o - lo] = acc;
+        if (kind >= PAIR_ADD) acc = fmul(acc, den);
+    }
+    F inv = batch_inverse(acc);  // 1 / (product of all the batched terms)
+    for (u32 o = hi; o-- > lo;) {
+        c.seek(in_bounds, out_bounds, o);
+        u32 i = c.input(o);
+        bool paired = i + 1 < c.ie;
+        Affine<F> p = round_input<F, GATHER>(src, entries, i);
+        Affine<F> q = paired ? round_input<F, GATHER>(src, entries, i + 1) : p;
+        F den;
+        int kind = pair_kind(p, q, paired, den);
+        Affine<F> r;
+        if (kind == PAIR_COPY_P) {
+            r = p;
+        } else if (kind == PAIR_COPY_Q) {
+            r = q;
+        } else if (kind == PAIR_INF) {
+            r = {fzero(F()), fzero(F())};
+        } else {
+            F d_inv = fmul(inv, prefix[o - lo]);  // 1 / den
+            inv = fmul(inv, den);                 // drop den from the running inverse
+            F num;
+            if (kind == PAIR_ADD) {
+                num = fsub(q.y, p.y);
+            } else {
+                F xx = fsqr(p.x);
+                num = fadd(fadd(xx, xx), xx);
+            }
+            F lambda = fmul(num, d_inv);
+            F x3 = fsub(fsub(fsqr(lambda), p.x), q.x);
+            r.y = fsub(fmul(lambda, fsub(p.x, x3)), p.y);
+            r.x = x3;
+        }
+        dst[o] = r;
+    }
+}
+
 // the bucket's value after combine_pieces (infinity for an empty bucket)
 template <class F>
 __device__ __forceinline__ XYZZ<F> bucket_value(const XYZZ<F>* __restrict__ partials, const u32* __restrict__ bounds,
@@ -526,6 +676,17 @@ extern "C" __global__ void fr_mul_probe(Fr* data, int iters) { mul_probe<FrTag>(
                                                     u32* first_bucket) {                                                \
         accumulate_even<HOT_F>(reinterpret_cast<const Affine<HOT_F>*>(bases), entries, bounds, total, n_entries, S,    \
                                reinterpret_cast<XYZZ<HOT_F>*>(partials), first_bucket);                                   \
+    }                                                                                                                    \
+    extern "C" __global__ void BOUNDS G##_affine_round_gather(const Affine<F>* bases, const u32* entries,                \
+                                                        const u32* in_bounds, const u32* out_bounds, u32 total,        \
+                                                        u32 m_out, u32 K, Affine<F>* dst) {                            \
+        affine_round<HOT_F, true>(reinterpret_cast<const Affine<HOT_F>*>(bases), entries, in_bounds, out_bounds, total,  \
+                                  m_out, K, reinterpret_cast<Affine<HOT_F>*>(dst));                                      \
+    }                                                                                                                    \
+    extern "C" __global__ void BOUNDS G##_affine_round(const Affine<F>* src, const u32* in_bounds, const u32* out_bounds,   \
+                                                 u32 total, u32 m_out, u32 K, Affine<F>* dst) {                          \
+        affine_round<HOT_F, false>(reinterpret_cast<const Affine<HOT_F>*>(src), nullptr, in_bounds, out_bounds, total,   \
+                                   m_out, K, reinterpret_cast<Affine<HOT_F>*>(dst));                                     \
     }                                                                                                                    \
     extern "C" __global__ void G##_combine_pieces(XYZZ<F>* partials, const u32* bounds, const u32* first_bucket,         \
                                                    u32 nthreads, u32 S, u32 step) {                                      \
