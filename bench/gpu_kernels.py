@@ -223,6 +223,7 @@ def main() -> int:
                 envs = {k[4:]: v for k, v in kvs if k.startswith("env.")}  # host-side switches
                 runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = runtime.VARIANTS["probe"] = defines
                 with env(envs):
+                    gmsm._Profile.totals.clear()
                     rate = mul_probe("fq")
                     chains = chain_probe()
                     t_rand = statistics.median(timed(lambda: gmsm.msm(1, vb, vs), 3))
@@ -241,6 +242,9 @@ def main() -> int:
                 print(f"variant {name:<14} fq mul {rate / 1e9:6.2f} G/s  G1 2^{vlog} random {t_rand * 1e3:8.2f} ms  "
                       f"bits {t_bits * 1e3:7.2f} ms  G2 2^{g2_log} {t_g2 * 1e3:8.2f} ms  NTT 2^24 {t_ntt * 1e3:6.2f} ms  "
                       f"correct {ok}", flush=True)
+                if gmsm._Profile.totals:  # env.CUZK_MSM_PROFILE=1 in the variant: its kernels, summed over every MSM run
+                    rows[-1]["kernels_ms"] = dict(gmsm._Profile.totals)
+                    print("    kernels (ms, all runs): " + " ".join(f"{k}={v:.1f}" for k, v in gmsm._Profile.totals.items()), flush=True)
                 print("    Fq G/s by chains per thread: " + " ".join(f"{k[-1]}:{v / 1e9:.2f}" for k, v in chains.items() if k.startswith("mul"))
                       + f" (sqr 4: {chains['sqr_chains_4'] / 1e9:.2f})", flush=True)
                 if vlog == a.variant_log[-1] and ok and (best is None or t_rand + t_g2 < best[0]):

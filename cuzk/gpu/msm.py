@@ -75,7 +75,7 @@ def accumulation_mode() -> str:
     return env_choice("CUZK_MSM_ACC", ("even", "items", "affine"))
 
 
-AFFINE_KMAX = 128  # must match CUZK_AFFINE_KMAX in msm.cu (the per-thread prefix array)
+AFFINE_KMAX = 128  # CUZK_AFFINE_KMAX's default in msm.cu (the size of the per-thread prefix array)
 AFFINE_MIN_POINTS = 1 << 15  # below this many points a round is left to the XYZZ accumulation
 AFFINE_GROUP_BYTES = 8 << 30  # window groups: the bound on one group's first-round output
 
@@ -86,11 +86,13 @@ def _env_int(name: str, default: int) -> int:
 
 def affine_pairs_per_thread(m_out: int) -> int:
     """Additions per thread in a batch-affine round (they share one inversion): CUZK_MSM_AFFINE_K, or
-    AFFINE_KMAX, fewer when that would leave under ~2^17 threads (never under 8)."""
+    AFFINE_KMAX (or the msm module's CUZK_AFFINE_KMAX define), fewer when that would leave under ~2^17
+    threads (never under 8)."""
+    kmax = int(dict(runtime.VARIANTS.get("msm", ())).get("CUZK_AFFINE_KMAX", AFFINE_KMAX))
     env = os.environ.get("CUZK_MSM_AFFINE_K")
     if env:
-        return max(1, min(AFFINE_KMAX, int(env)))
-    return max(8, min(AFFINE_KMAX, m_out >> 17))
+        return max(1, min(kmax, int(env)))
+    return max(8, min(kmax, m_out >> 17))
 
 
 def affine_round_limit() -> int:
@@ -99,7 +101,7 @@ def affine_round_limit() -> int:
 
 
 def _affine_rounds(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bounds: cupy.ndarray, total: int,
-                   op: str, force_first: bool) -> tuple[cupy.ndarray | None, cupy.ndarray, int]:
+                   op: str, force_first: bool, prof: "_Profile") -> tuple[cupy.ndarray | None, cupy.ndarray, int]:
     """Batch-affine rounds over bucket-sorted ``entries`` (``bounds``: total + 1 offsets): each round adds
     the points of every bucket in consecutive pairs, so a bucket of n becomes ceil(n / 2) points.
     Rounds stop when every bucket holds one point, when under an eighth of the points would still pair
@@ -129,6 +131,7 @@ def _affine_rounds(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bound
         src, in_bounds, counts, m_in = dst, out_bounds, out_counts, m_out
         max_count = (max_count + 1) // 2
         rounds += 1
+        prof.mark(f"affine_round{rounds}")
     return src, in_bounds, max_count
 
 
@@ -148,7 +151,7 @@ def _affine_then_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bo
         groups.append((w0, w1))
         w0 = w1
     if len(groups) == 1:
-        points, new_bounds, max_count = _affine_rounds(group, bases, entries, bounds, total, op, False)
+        points, new_bounds, max_count = _affine_rounds(group, bases, entries, bounds, total, op, False, prof)
         prof.mark(mark + "_affine")
         if points is None:  # no round was worth it: the plain even accumulation
             max_count = int((bounds[1:] - bounds[:-1]).max())
@@ -162,7 +165,7 @@ def _affine_then_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bo
     for w0, w1 in groups:  # each group's first round forced: every group then has a point array
         e0, e1 = int(bounds_host[w0]), int(bounds_host[w1])
         sub = bounds[w0 * nb : w1 * nb + 1] - np.uint32(e0)
-        g_pts, g_bounds, g_max = _affine_rounds(group, bases, entries[e0:e1], sub, (w1 - w0) * nb, op, True)
+        g_pts, g_bounds, g_max = _affine_rounds(group, bases, entries[e0:e1], sub, (w1 - w0) * nb, op, True, prof)
         pts_parts.append(g_pts)
         bound_parts.append(g_bounds[:-1] + np.uint32(offset))
         offset += int(g_bounds[-1])
