@@ -549,8 +549,22 @@ __device__ __forceinline__ Fq2 inverse(const Fq2& a) {
 // Generic helpers so curve code is written once for Fq (G1) and Fq2 (G2).
 __device__ __forceinline__ Fq fadd(const Fq& a, const Fq& b) { return add<FqTag>(a, b); }
 __device__ __forceinline__ Fq fsub(const Fq& a, const Fq& b) { return sub<FqTag>(a, b); }
+// CUZK_FQ_CALL=1: the curve code's Fq multiply and square are calls to one out-of-line copy each
+// instead of ~800 inlined instructions per use. The XYZZ accumulation loop inlines ten of them (over
+// 600 KB of SASS for the kernel), and ncu shows its warps stalled on instruction fetch for a third of
+// their cycles; one copy fits the instruction cache, at the price of a call and its argument moves.
+#ifndef CUZK_FQ_CALL
+#define CUZK_FQ_CALL 0
+#endif
+#if CUZK_FQ_CALL
+__device__ __noinline__ Fq fq_mul_call(const Fq a, const Fq b) { return mul<FqTag>(a, b); }
+__device__ __noinline__ Fq fq_sqr_call(const Fq a) { return sqr<FqTag>(a); }
+__device__ __forceinline__ Fq fmul(const Fq& a, const Fq& b) { return fq_mul_call(a, b); }
+__device__ __forceinline__ Fq fsqr(const Fq& a) { return fq_sqr_call(a); }
+#else
 __device__ __forceinline__ Fq fmul(const Fq& a, const Fq& b) { return mul<FqTag>(a, b); }
 __device__ __forceinline__ Fq fsqr(const Fq& a) { return sqr<FqTag>(a); }
+#endif
 __device__ __forceinline__ Fq fneg(const Fq& a) { return neg<FqTag>(a); }
 __device__ __forceinline__ Fq2 fadd(const Fq2& a, const Fq2& b) { return add(a, b); }
 __device__ __forceinline__ Fq2 fsub(const Fq2& a, const Fq2& b) { return sub(a, b); }

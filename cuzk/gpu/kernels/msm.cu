@@ -327,6 +327,9 @@ __device__ __forceinline__ void combine_pieces(XYZZ<F>* __restrict__ partials, c
 #ifndef CUZK_AFFINE_KMAX
 #define CUZK_AFFINE_KMAX 128
 #endif
+#ifndef CUZK_AFFINE_BACK_PREFETCH
+#define CUZK_AFFINE_BACK_PREFETCH 0
+#endif
 
 // a^(p-2) with 4-bit windows and the dedicated square: ~381 S + 110 M (the generic inverse() above
 // spends ~381 + 190 M); its cost is shared by the K additions of a thread, so it matters at small K.
@@ -406,6 +409,26 @@ struct RoundCursor {
     __device__ __forceinline__ u32 input(u32 o) const { return ib + 2 * (o - ob); }
 };
 
+// x of input point i (the forward pass needs only the x coordinates, except in the rare cases below)
+template <class F, bool GATHER>
+__device__ __forceinline__ F round_input_x(const Affine<F>* __restrict__ src, const u32* __restrict__ entries, u32 i) {
+    return GATHER ? src[entries[i] & ~SIGN_BIT].x : src[i].x;
+}
+
+// The forward pass's term for output o: den as in pair_kind, from the x coordinates alone unless an x is
+// 0 (a point at infinity has x = 0) or the two are equal (doubling or p = -q), which load the points.
+template <class F, bool GATHER>
+__device__ __forceinline__ bool forward_term(const Affine<F>* __restrict__ src, const u32* __restrict__ entries, u32 i,
+                                             bool paired, const F& px, const F& qx, F& den) {
+    if (!paired) return false;
+    if (px.is_zero() || qx.is_zero() || px == qx) {
+        Affine<F> p = round_input<F, GATHER>(src, entries, i), q = round_input<F, GATHER>(src, entries, i + 1);
+        return pair_kind(p, q, true, den) >= PAIR_ADD;
+    }
+    den = fsub(qx, px);
+    return true;
+}
+
 template <class F, bool GATHER>
 __device__ __forceinline__ void affine_round(const Affine<F>* __restrict__ src, const u32* __restrict__ entries,
                                              const u32* __restrict__ in_bounds, const u32* __restrict__ out_bounds,
@@ -418,26 +441,61 @@ __device__ __forceinline__ void affine_round(const Affine<F>* __restrict__ src, 
     RoundCursor c;
     c.load(in_bounds, out_bounds, bucket_of(out_bounds, total, lo));
     F acc = fone(F());
+    // Forward pass, one output ahead: the x coordinates of output o + 1 are loaded before o's multiply, so
+    // the loads overlap it (one multiply per output is too little work to hide a load's latency).
+    u32 i = c.input(lo);
+    bool paired = i + 1 < c.ie;
+    F px = round_input_x<F, GATHER>(src, entries, i);
+    F qx = paired ? round_input_x<F, GATHER>(src, entries, i + 1) : px;
     for (u32 o = lo; o < hi; o++) {
-        c.seek(in_bounds, out_bounds, o);
-        u32 i = c.input(o);
-        bool paired = i + 1 < c.ie;
-        Affine<F> p = round_input<F, GATHER>(src, entries, i);
-        Affine<F> q = paired ? round_input<F, GATHER>(src, entries, i + 1) : p;
+        u32 i_next = 0;
+        bool paired_next = false;
+        F px_next = px, qx_next = qx;
+        if (o + 1 < hi) {
+            c.seek(in_bounds, out_bounds, o + 1);
+            i_next = c.input(o + 1);
+            paired_next = i_next + 1 < c.ie;
+            px_next = round_input_x<F, GATHER>(src, entries, i_next);
+            if (paired_next) qx_next = round_input_x<F, GATHER>(src, entries, i_next + 1);
+        }
         F den;
-        int kind = pair_kind(p, q, paired, den);
         prefix[o - lo] = acc;
-        if (kind >= PAIR_ADD) acc = fmul(acc, den);
+        if (forward_term<F, GATHER>(src, entries, i, paired, px, qx, den)) acc = fmul(acc, den);
+        i = i_next;
+        paired = paired_next;
+        px = px_next;
+        qx = qx_next;
     }
     F inv = batch_inverse(acc);  // 1 / (product of all the batched terms)
+    // Backward pass: unwind the batch, output by output from the last. CUZK_AFFINE_BACK_PREFETCH=1 loads
+    // output o - 1's points before o's arithmetic (48 more live registers for G1).
+#if CUZK_AFFINE_BACK_PREFETCH
+    c.seek(in_bounds, out_bounds, hi - 1);
+    i = c.input(hi - 1);
+    paired = i + 1 < c.ie;
+    Affine<F> p = round_input<F, GATHER>(src, entries, i);
+    Affine<F> q = paired ? round_input<F, GATHER>(src, entries, i + 1) : p;
+#endif
     for (u32 o = hi; o-- > lo;) {
+#if CUZK_AFFINE_BACK_PREFETCH
+        bool paired_cur = paired;
+        Affine<F> p_next = p, q_next = q;
+        if (o > lo) {
+            c.seek(in_bounds, out_bounds, o - 1);
+            i = c.input(o - 1);
+            paired = i + 1 < c.ie;
+            p_next = round_input<F, GATHER>(src, entries, i);
+            if (paired) q_next = round_input<F, GATHER>(src, entries, i + 1);
+        }
+#else
         c.seek(in_bounds, out_bounds, o);
-        u32 i = c.input(o);
-        bool paired = i + 1 < c.ie;
+        i = c.input(o);
+        bool paired_cur = i + 1 < c.ie;
         Affine<F> p = round_input<F, GATHER>(src, entries, i);
-        Affine<F> q = paired ? round_input<F, GATHER>(src, entries, i + 1) : p;
+        Affine<F> q = paired_cur ? round_input<F, GATHER>(src, entries, i + 1) : p;
+#endif
         F den;
-        int kind = pair_kind(p, q, paired, den);
+        int kind = pair_kind(p, q, paired_cur, den);
         Affine<F> r;
         if (kind == PAIR_COPY_P) {
             r = p;
@@ -461,6 +519,10 @@ __device__ __forceinline__ void affine_round(const Affine<F>* __restrict__ src, 
             r.x = x3;
         }
         dst[o] = r;
+#if CUZK_AFFINE_BACK_PREFETCH
+        p = p_next;
+        q = q_next;
+#endif
     }
 }
 
