@@ -281,9 +281,14 @@ def _accumulate_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bou
     # a bucket's pieces: at most ceil(count / S) + 1 (one more when it starts inside a thread's range)
     max_pieces = -(-max_count // S) + 1
     step = 1
+    checked = dict(runtime.VARIANTS.get("msm", ())).get("CUZK_MSM_CHECK_INDEX", "0") == "1"
     while step < max_pieces:  # tree rounds over the pieces of the crowded buckets
-        launch("msm", _k(group, "combine_pieces"), grid_for(nthreads, 128), 128,
-               (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step)), op)
+        if checked:  # the index-checking kernel (a debugging build of the msm module)
+            launch("msm", _k(group, "combine_pieces_checked"), grid_for(nthreads, 128), 128,
+                   (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step), u32(total)), op)
+        else:
+            launch("msm", _k(group, "combine_pieces"), grid_for(nthreads, 128), 128,
+                   (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step)), op)
         step *= 2
     return partials, S
 

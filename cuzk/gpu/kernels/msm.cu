@@ -526,6 +526,41 @@ __device__ __forceinline__ void affine_round(const Affine<F>* __restrict__ src, 
     }
 }
 
+#ifndef CUZK_MSM_CHECK_INDEX
+#define CUZK_MSM_CHECK_INDEX 0
+#endif
+#if CUZK_MSM_CHECK_INDEX
+// combine_pieces with every index it relies on checked first; a violated one traps (the launch fails with
+// an illegal-instruction error instead of an illegal address), telling a wrong index apart from a fault
+// inside the addition. For the fault that two code-shape changes (lazy Fq2, out-of-line Fq multiply)
+// bring into this kernel; the host uses it when the msm module is built with CUZK_MSM_CHECK_INDEX=1.
+template <class F>
+__device__ __forceinline__ void combine_pieces_checked(XYZZ<F>* __restrict__ partials, const u32* __restrict__ bounds,
+                                                       const u32* __restrict__ first_bucket, u32 nthreads, u32 S,
+                                                       u32 step, u32 total) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nthreads) return;
+    u32 b = first_bucket[t];
+    if (b >= total) __trap();
+    u64 lo = (u64)t * S;
+    if (!(bounds[b] <= lo && lo < bounds[b + 1])) __trap();  // b is the bucket of thread t's first entry
+    u32 t0 = bounds[b] / S;
+    if (t == t0 || (t - t0) % (2 * step) != step) return;
+    if (t - step < t0 || (u64)(t - step + 1) * S <= bounds[b]) __trap();  // thread t - step holds a piece of b
+    if ((u64)b + t >= (u64)total + nthreads) __trap();
+    XYZZ<F> left = partials[(u64)b + t - step];
+    add(left, partials[(u64)b + t]);
+    partials[(u64)b + t - step] = left;
+}
+#define CHECKED_COMBINE_ENTRY(G, F)                                                                            \
+    extern "C" __global__ void G##_combine_pieces_checked(XYZZ<F>* partials, const u32* bounds, const u32* first_bucket, \
+                                                          u32 nthreads, u32 S, u32 step, u32 total) {            \
+        combine_pieces_checked<F>(partials, bounds, first_bucket, nthreads, S, step, total);                     \
+    }
+CHECKED_COMBINE_ENTRY(g1, Fq)
+CHECKED_COMBINE_ENTRY(g2, Fq2)
+#endif
+
 // the bucket's value after combine_pieces (infinity for an empty bucket)
 template <class F>
 __device__ __forceinline__ XYZZ<F> bucket_value(const XYZZ<F>* __restrict__ partials, const u32* __restrict__ bounds,
