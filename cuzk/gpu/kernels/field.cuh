@@ -536,9 +536,33 @@ __device__ __forceinline__ E fq2_sqr(const E& a) {
     return {mul<FqTag>(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(t, t)};
 }
 
+#ifndef CUZK_FQ_CALL
+#define CUZK_FQ_CALL 0
+#endif
+#if CUZK_FQ_CALL
+// one out-of-line copy of the Fq multiply and square (CUZK_FQ_CALL, below)
+__device__ __noinline__ Fq fq_mul_call(const Fq a, const Fq b) { return mul<FqTag>(a, b); }
+__device__ __noinline__ Fq fq_sqr_call(const Fq a) { return sqr<FqTag>(a); }
+#endif
+
+#if CUZK_FQ_CALL >= 2
+// CUZK_FQ_CALL=2: Fq2's Karatsuba products through the out-of-line Fq multiply too (G2's code then holds
+// one copy of the Fq multiply instead of three inlined in the Fq2 multiply and two in the square)
+__device__ __noinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
+    Fq t0 = fq_mul_call(a.c0, b.c0);
+    Fq t1 = fq_mul_call(a.c1, b.c1);
+    Fq t2 = fq_mul_call(add<FqTag>(a.c0, a.c1), add<FqTag>(b.c0, b.c1));
+    return {sub<FqTag>(t0, t1), sub<FqTag>(sub<FqTag>(t2, t0), t1)};
+}
+__device__ __noinline__ Fq2 sqr(const Fq2& a) {
+    Fq t = fq_mul_call(a.c0, a.c1);
+    return {fq_mul_call(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(t, t)};
+}
+#else
 // Fq2's multiply and square are calls: keeps the G2 kernels compact (and quick to compile)
 __device__ __noinline__ Fq2 mul(const Fq2& a, const Fq2& b) { return fq2_mul(a, b); }
 __device__ __noinline__ Fq2 sqr(const Fq2& a) { return fq2_sqr(a); }
+#endif
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)
 __device__ __forceinline__ Fq2 inverse(const Fq2& a) {
@@ -553,12 +577,7 @@ __device__ __forceinline__ Fq fsub(const Fq& a, const Fq& b) { return sub<FqTag>
 // instead of ~800 inlined instructions per use. The XYZZ accumulation loop inlines ten of them (over
 // 600 KB of SASS for the kernel), and ncu shows its warps stalled on instruction fetch for a third of
 // their cycles; one copy fits the instruction cache, at the price of a call and its argument moves.
-#ifndef CUZK_FQ_CALL
-#define CUZK_FQ_CALL 0
-#endif
 #if CUZK_FQ_CALL
-__device__ __noinline__ Fq fq_mul_call(const Fq a, const Fq b) { return mul<FqTag>(a, b); }
-__device__ __noinline__ Fq fq_sqr_call(const Fq a) { return sqr<FqTag>(a); }
 __device__ __forceinline__ Fq fmul(const Fq& a, const Fq& b) { return fq_mul_call(a, b); }
 __device__ __forceinline__ Fq fsqr(const Fq& a) { return fq_sqr_call(a); }
 #else
