@@ -10,8 +10,14 @@
 // Point operations are real calls by default: each is several thousand instructions, and inlining all
 // of them into every kernel made ptxas take many minutes per module. The hot loops (bucket
 // accumulation, the 0/1 sums) call madd_inl instead, so their accumulator stays in registers instead of
-// the local-memory stack frame a by-reference call forces.
+// the local-memory stack frame a by-reference call forces. With CUZK_FQ_CALL the multiplies are calls,
+// a point function is small, and inlining it removes the by-reference calls whose operand pointer ptxas
+// derives from a uniform register that a divergent sibling call can clobber (field.cuh, OUTLINE_ARG).
+#if CUZK_FQ_CALL
+#define POINT_FN __device__ __forceinline__
+#else
 #define POINT_FN __device__ __noinline__
+#endif
 
 template <class F>
 struct Affine {

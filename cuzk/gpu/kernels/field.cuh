@@ -14,6 +14,23 @@
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+// CUZK_FQ_CALL (0, 1, 2): how much of the curve code's field arithmetic is out-of-line calls (below, at
+// fmul). With it on, every remaining out-of-line function takes its operands by value (OUTLINE_ARG):
+// ptxas (CUDA 13) addresses a by-reference operand that lives in the caller's stack frame through a
+// uniform-register copy of the stack pointer, and another out-of-line function that uses the same
+// uniform register as scratch clobbers it for the whole warp, so when the warp diverges (one lane adds,
+// another doubles) the second path reads through a garbage pointer (compute-sanitizer: out-of-bounds
+// __local__ read in dbl called from add; NOTES.md, 2026-12-03 fourth session). By-value operands travel
+// in registers; scripts/check_sass.py finds the pattern in a built module.
+#ifndef CUZK_FQ_CALL
+#define CUZK_FQ_CALL 0
+#endif
+#if CUZK_FQ_CALL
+#define OUTLINE_ARG(T) const T
+#else
+#define OUTLINE_ARG(T) const T&
+#endif
+
 __device__ __forceinline__ u32 umin(u32 a, u32 b) { return a < b ? a : b; }
 
 // A field's constants as limb accessors; the indices are compile-time constants after unrolling, so
@@ -427,7 +444,7 @@ __device__ __forceinline__ Elem<T> from_mont(const Elem<T>& a) {
 // a^(p-2) = a^-1 (Fermat); 0 maps to 0. Only for setup/test paths: ~1.5 N multiplications per bit.
 // (The exponent's limbs come from the preamble: p - 2 borrows across limbs for Fr, whose low limb is 1.)
 template <class T>
-__device__ __noinline__ Elem<T> inverse(const Elem<T>& a) {
+__device__ __noinline__ Elem<T> inverse(OUTLINE_ARG(Elem<T>) a) {
     Elem<T> r = Elem<T>::one();
     for (int i = T::N - 1; i >= 0; i--) {
         u32 e = T::PM2(i);
@@ -536,9 +553,6 @@ __device__ __forceinline__ E fq2_sqr(const E& a) {
     return {mul<FqTag>(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(t, t)};
 }
 
-#ifndef CUZK_FQ_CALL
-#define CUZK_FQ_CALL 0
-#endif
 #if CUZK_FQ_CALL
 // one out-of-line copy of the Fq multiply and square (CUZK_FQ_CALL, below)
 __device__ __noinline__ Fq fq_mul_call(const Fq a, const Fq b) { return mul<FqTag>(a, b); }
@@ -547,21 +561,22 @@ __device__ __noinline__ Fq fq_sqr_call(const Fq a) { return sqr<FqTag>(a); }
 
 #if CUZK_FQ_CALL >= 2
 // CUZK_FQ_CALL=2: Fq2's Karatsuba products through the out-of-line Fq multiply too (G2's code then holds
-// one copy of the Fq multiply instead of three inlined in the Fq2 multiply and two in the square)
-__device__ __noinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
+// one copy of the Fq multiply instead of three inlined in the Fq2 multiply and two in the square). Inline
+// themselves: only the two leaf calls with by-value operands remain out of line.
+__device__ __forceinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
     Fq t0 = fq_mul_call(a.c0, b.c0);
     Fq t1 = fq_mul_call(a.c1, b.c1);
     Fq t2 = fq_mul_call(add<FqTag>(a.c0, a.c1), add<FqTag>(b.c0, b.c1));
     return {sub<FqTag>(t0, t1), sub<FqTag>(sub<FqTag>(t2, t0), t1)};
 }
-__device__ __noinline__ Fq2 sqr(const Fq2& a) {
+__device__ __forceinline__ Fq2 sqr(const Fq2& a) {
     Fq t = fq_mul_call(a.c0, a.c1);
     return {fq_mul_call(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(t, t)};
 }
 #else
 // Fq2's multiply and square are calls: keeps the G2 kernels compact (and quick to compile)
-__device__ __noinline__ Fq2 mul(const Fq2& a, const Fq2& b) { return fq2_mul(a, b); }
-__device__ __noinline__ Fq2 sqr(const Fq2& a) { return fq2_sqr(a); }
+__device__ __noinline__ Fq2 mul(OUTLINE_ARG(Fq2) a, OUTLINE_ARG(Fq2) b) { return fq2_mul(a, b); }
+__device__ __noinline__ Fq2 sqr(OUTLINE_ARG(Fq2) a) { return fq2_sqr(a); }
 #endif
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2)

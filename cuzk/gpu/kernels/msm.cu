@@ -334,7 +334,7 @@ __device__ __forceinline__ void combine_pieces(XYZZ<F>* __restrict__ partials, c
 // a^(p-2) with 4-bit windows and the dedicated square: ~381 S + 110 M (the generic inverse() above
 // spends ~381 + 190 M); its cost is shared by the K additions of a thread, so it matters at small K.
 template <class T>
-__device__ __noinline__ Elem<T> inverse_windowed(const Elem<T>& a) {
+__device__ __noinline__ Elem<T> inverse_windowed(OUTLINE_ARG(Elem<T>) a) {
     Elem<T> table[16];
     table[0] = Elem<T>::one();
     table[1] = a;
