@@ -3,8 +3,8 @@ kernel that does not build is found by the test suite, not by a device session.
 
 The default build of every module, plus the compile-time arithmetic variants on the small modules that
 include the same field and curve code (probe: the SOS square; setup: the square and the lazily reduced
-Fq2 multiply of the G2 fixed-base kernels), and the msm module with the out-of-line Fq multiply and the
-index-checking combine kernel (a quick build: the multiply is not inlined).
+Fq2 multiply of the G2 fixed-base kernels), and the msm module's fully inlined build (CUZK_FQ_CALL=0,
+the default before 2026-12-03) with the index-checking combine kernel.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_module_compiles_for_sm90(module):
 @pytest.mark.parametrize("module,defines", [
     ("probe", (("CUZK_SQR_SOS", "0"),)),
     ("setup", (("CUZK_SQR_SOS", "0"), ("CUZK_FQ2_LAZY", "1"))),
-    ("msm", (("CUZK_FQ_CALL", "1"), ("CUZK_MSM_CHECK_INDEX", "1"))),  # the small out-of-line-multiply build
+    ("msm", (("CUZK_FQ_CALL", "0"), ("CUZK_MSM_CHECK_INDEX", "1"))),
     ("probe", (("CUZK_FQ_CALL", "2"),)),  # Fq2 through the out-of-line Fq multiply
 ])
 def test_arithmetic_variants_compile(module, defines):
