@@ -14,7 +14,7 @@
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-// CUZK_FQ_CALL (0, 1, 2): how much of the curve code's field arithmetic is out-of-line calls (below, at
+// CUZK_FQ_CALL (0, 1, 2; msm.cu defaults to 2): how much of the curve code's field arithmetic is out-of-line calls (below, at
 // fmul). With it on, every remaining out-of-line function takes its operands by value (OUTLINE_ARG):
 // ptxas (CUDA 13) addresses a by-reference operand that lives in the caller's stack frame through a
 // uniform-register copy of the stack pointer, and another out-of-line function that uses the same
@@ -562,22 +562,15 @@ __device__ __noinline__ Fq fq_sqr_call(const Fq a) { return sqr<FqTag>(a); }
 #if CUZK_FQ_CALL >= 2
 // CUZK_FQ_CALL=2: Fq2's Karatsuba products through the out-of-line Fq multiply too (G2's code then holds
 // one copy of the Fq multiply instead of three inlined in the Fq2 multiply and two in the square),
-// the Fq2 multiply and square themselves inline. CUZK_FQ_CALL=3: those two out of line as well, with
-// by-value operands (smaller G2 code, one more call level).
-#if CUZK_FQ_CALL >= 3
-#define FQ2_PRODUCT_FN __device__ __noinline__
-#define FQ2_PRODUCT_ARG(T) const T
-#else
-#define FQ2_PRODUCT_FN __device__ __forceinline__
-#define FQ2_PRODUCT_ARG(T) const T&
-#endif
-FQ2_PRODUCT_FN Fq2 mul(FQ2_PRODUCT_ARG(Fq2) a, FQ2_PRODUCT_ARG(Fq2) b) {
+// the Fq2 multiply and square themselves inline (out of line with by-value operands, tried as
+// CUZK_FQ_CALL=3: G2 2^24 739 -> 2999 ms, run s4-7; reverted).
+__device__ __forceinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
     Fq t0 = fq_mul_call(a.c0, b.c0);
     Fq t1 = fq_mul_call(a.c1, b.c1);
     Fq t2 = fq_mul_call(add<FqTag>(a.c0, a.c1), add<FqTag>(b.c0, b.c1));
     return {sub<FqTag>(t0, t1), sub<FqTag>(sub<FqTag>(t2, t0), t1)};
 }
-FQ2_PRODUCT_FN Fq2 sqr(FQ2_PRODUCT_ARG(Fq2) a) {
+__device__ __forceinline__ Fq2 sqr(const Fq2& a) {
     Fq t = fq_mul_call(a.c0, a.c1);
     return {fq_mul_call(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(t, t)};
 }
