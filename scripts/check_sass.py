@@ -32,7 +32,7 @@ INSTRUCTION = re.compile(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P[T\d]+ )?([A-Z0-9_.]+) ?([
 CALL = re.compile(r"CALL\.\S+ `\(\$[^$]+\$([^)]+)\)")
 UREG = re.compile(r"\bUR\d+\b")
 # instructions whose first operand is a uniform destination register
-UNIFORM_WRITERS = ("U", "R2UR", "S2UR", "LDCU", "ULDC")
+UNIFORM_WRITERS = ("U", "R2UR", "S2UR", "LDCU")  # "U": every uniform-datapath op (UMOV, UIADD3, ULDC, ...)
 
 
 def functions(section: str) -> dict[str, str]:
@@ -73,8 +73,9 @@ def hazards(sass: str) -> list[str]:
             return out
 
         for f, regs in live_in.items():
+            exempt = {f} | callers_of(f)
             for r in sorted(regs):
-                others = writers[r] - {f} - callers_of(f)
+                others = writers[r] - exempt
                 if others:
                     found.append(f"{kernel}: {f} reads {r} on entry; also written by {', '.join(sorted(others))}")
     return found
