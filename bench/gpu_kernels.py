@@ -84,7 +84,7 @@ def device_bases(group: int, n: int) -> cupy.ndarray:
         size = min(n, m * 64)
         q = fresh(-(-size // m))
         out = cupy.empty((size, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
-        launch("msm", f"g{group}_add_tables", grid_for(size), 256, (table, np.uint32(m), q, np.uint32(size), out), "bench bases")
+        launch("msm", f"g{group}_add_tables", grid_for(size, 128), 128, (table, np.uint32(m), q, np.uint32(size), out), "bench bases")
         table = out
     cupy.cuda.get_current_stream().synchronize()
     return table[:n]
@@ -170,6 +170,8 @@ def main() -> int:
                     help="kernel variants to compare first, NAME:DEF=V,DEF=V (#defines; env.VAR=V sets a host-side "
                          "switch such as env.CUZK_MSM_ACC=even; empty = default); the fastest G1+G2 variant at the "
                          "largest --variant-log is then used for the main run")
+    ap.add_argument("--ntt-variant", nargs="*", default=[], help="ntt module variants (#defines DEF=V,...), each timed beside "
+                    "the default NTT rows, e.g. CUZK_NTT_MINB=3")
     ap.add_argument("--variant-log", type=int, nargs="+", default=[22], help="G1 sizes of the comparison (G2: 2^(k-2))")
     a = ap.parse_args()
     rows = []
@@ -274,25 +276,42 @@ def main() -> int:
         msm_rows(1, a.g1_bits[0], a.g1_bits[1], "bits")
     if a.g2[0] <= a.g2[1]:
         msm_rows(2, a.g2[0], a.g2[1], "random")
-    for log_n in range(a.ntt[0], a.ntt[1] + 1, 1 if a.step == 1 else 1):
-        if log_n > a.ntt[1]:
-            break
+    ntt_variants = {spec: tuple(tuple(kv.split("=", 1)) for kv in spec.split(",") if kv) for spec in a.ntt_variant}
+    ntt_default = runtime.VARIANTS.get("ntt", ())
+
+    def ntt_timed(f, envs=None, variant=None):
+        """Median-of-reps timing of f under host switches `envs` and, if given, the ntt kernel variant."""
+        if variant is not None:
+            runtime.VARIANTS["ntt"] = variant
+        try:
+            with env(envs or {}):
+                return timed(f, a.reps)
+        finally:
+            runtime.VARIANTS["ntt"] = ntt_default
+
+    for log_n in range(a.ntt[0], a.ntt[1] + 1):
         d = gntt.domain(log_n)
         x = device_scalars(1 << log_n, "random")
-        xs = timed(lambda: d.ntt(x), a.reps)
-        report("NTT", log_n, xs, FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26)
-        other = "2" if os.environ.get("CUZK_NTT_RADIX") == "4" else "4"  # the other butterfly form, side by side
-        with env({"CUZK_NTT_RADIX": other}):
-            xs = timed(lambda: d.ntt(x), a.reps)
-        report(f"  same, radix {other}", log_n, xs, FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26)
-        xs = timed(lambda: d.evals_to_coset(x, 7), a.reps)
-        report("iNTT+coset NTT", log_n, xs)
+        floor = FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26
+        report("NTT", log_n, ntt_timed(lambda: d.ntt(x)), floor)
+        other = "2" if os.environ.get("CUZK_NTT_RADIX", "4") == "4" else "4"  # the other butterfly form, side by side
+        report(f"  same, radix {other}", log_n, ntt_timed(lambda: d.ntt(x), {"CUZK_NTT_RADIX": other}), floor)
+        for plan in ("greedy", "balanced"):
+            report(f"  same, {plan} plan", log_n, ntt_timed(lambda: d.ntt(x), {"CUZK_NTT_PLAN": plan}), floor)
+        for spec, defs in ntt_variants.items():
+            report(f"  same, ntt {spec}", log_n, ntt_timed(lambda: d.ntt(x), variant=defs), floor)
+        report("iNTT+coset NTT", log_n, ntt_timed(lambda: d.evals_to_coset(x, 7)))
+        for plan in ("greedy", "balanced"):
+            report(f"  same, {plan} plan", log_n, ntt_timed(lambda: d.evals_to_coset(x, 7), {"CUZK_NTT_PLAN": plan}))
+        for spec, defs in ntt_variants.items():
+            report(f"  same, ntt {spec}", log_n, ntt_timed(lambda: d.evals_to_coset(x, 7), variant=defs))
+        report("coset iNTT", log_n, ntt_timed(lambda: d.coset_intt(x, 7)))
         if log_n in (16, 20, 24, 26):  # the prover's a, b, c: one batched launch per pass vs three
             x3 = cupy.concatenate([x[None]] * 3)
-            xs = timed(lambda: d.evals_to_coset(x3, 7), a.reps)
-            report("  same x3 batched", log_n, xs)
-            xs = timed(lambda: [d.evals_to_coset(x3[i], 7) for i in range(3)], a.reps)
-            report("  same x3 one by one", log_n, xs)
+            report("  x3 batched", log_n, ntt_timed(lambda: d.evals_to_coset(x3, 7)))
+            for spec, defs in ntt_variants.items():
+                report(f"  x3 batched, ntt {spec}", log_n, ntt_timed(lambda: d.evals_to_coset(x3, 7), variant=defs))
+            report("  x3 one by one", log_n, ntt_timed(lambda: [d.evals_to_coset(x3[i], 7) for i in range(3)]))
             x3 = None
         x = d = None
         gntt._domain_cached.cache_clear()

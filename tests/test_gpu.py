@@ -44,11 +44,18 @@ def rand_fr(n: int) -> "np.ndarray":
 # NTT
 
 
-@pytest.mark.parametrize("radix", ["2", "4"])
-@pytest.mark.parametrize("gen", [5, 7])
-@pytest.mark.parametrize("log_n", [1, 2, 3, 5, 8, 10, 11, 12, 13, 15, 16, 18, 20])
-def test_ntt_matches_cpu(log_n, gen, radix, monkeypatch):
+NTT_PLANS = ["auto", "greedy", "balanced"]  # CUZK_NTT_PLAN
+
+# every size up to 2^20 in every form; 2^23 (four passes, where the plans differ most) in radix 4
+NTT_CASES = [(log_n, gen, radix, plan) for log_n in (1, 2, 3, 5, 8, 10, 11, 12, 13, 15, 16, 17, 18, 20)
+             for gen in (5, 7) for radix in ("2", "4") for plan in NTT_PLANS]
+NTT_CASES += [(23, 5, "4", plan) for plan in ("greedy", "balanced")]
+
+
+@pytest.mark.parametrize("log_n,gen,radix,plan", NTT_CASES)
+def test_ntt_matches_cpu(log_n, gen, radix, plan, monkeypatch):
     monkeypatch.setenv("CUZK_NTT_RADIX", radix)
+    monkeypatch.setenv("CUZK_NTT_PLAN", plan)
     n = 1 << log_n
     x = rand_fr(n)
     cd = cpu_domain(log_n, gen)
@@ -66,12 +73,36 @@ def test_ntt_matches_cpu(log_n, gen, radix, monkeypatch):
         d = cupy.asarray(x)
         got = cupy.asnumpy(gpu_f(d))
         assert np.array_equal(got, want), f"{name} 2^{log_n} gen {gen}"
+    # the coset iNTT with a constant folded in (the prover's 1/Z on the coset)
+    z = 1 + secrets.randbelow(R - 1)
+    got = cupy.asnumpy(gd.coset_intt(cupy.asarray(x), shift, scale=z))
+    assert np.array_equal(got, fr.scale(cd.coset_intt(x, shift), z)), f"coset_intt with a scale 2^{log_n}"
 
 
+@pytest.mark.parametrize("log_n", range(1, 29))
+def test_ntt_plans_cover_every_bit_once(log_n, monkeypatch):
+    plans = {}
+    for plan in NTT_PLANS:
+        monkeypatch.setenv("CUZK_NTT_PLAN", plan)
+        for dit in (True, False):
+            passes = plans[plan, dit] = gntt.plan_passes(log_n, dit)
+            bits = sorted(b for lo, s, u in passes for b in range(lo, lo + s))
+            assert bits == list(range(log_n)), (plan, dit, passes)
+            assert all(s >= 1 and s + u <= gntt.TILE_LOG and u <= lo for lo, s, u in passes), (plan, dit, passes)
+    balanced = plans["balanced", True]
+    assert balanced == plans["balanced", False][::-1] and balanced[0] == (0, min(10, log_n), 0)
+    assert all(s + u == gntt.TILE_LOG for lo, s, u in balanced[1:])  # every upper pass has a full tile
+    # auto: balanced exactly where greedy would leave a pass of 1-3 stages above the bottom one
+    short = any(s <= 3 for lo, s, u in plans["greedy", True][1:])
+    assert plans["auto", True] == plans["balanced" if short else "greedy", True], log_n
+
+
+@pytest.mark.parametrize("plan", NTT_PLANS)
 @pytest.mark.parametrize("radix", ["2", "4"])
-@pytest.mark.parametrize("log_n", [1, 4, 11, 16])
-def test_batched_ntt_equals_one_by_one(log_n, radix, monkeypatch):
+@pytest.mark.parametrize("log_n", [1, 4, 11, 16, 17])
+def test_batched_ntt_equals_one_by_one(log_n, radix, plan, monkeypatch):
     monkeypatch.setenv("CUZK_NTT_RADIX", radix)
+    monkeypatch.setenv("CUZK_NTT_PLAN", plan)
     n = 1 << log_n
     xs = np.stack([rand_fr(n) for _ in range(3)])
     shift = 1 + secrets.randbelow(R - 1)
@@ -157,7 +188,7 @@ def _device_bases(group: int, n: int, infinity_every: int = 0):
     out = cupy.empty((n, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
     from cuzk.gpu.runtime import grid_for, launch
 
-    launch("msm", f"g{group}_add_tables", grid_for(n), 256, (dP, np.uint32(m), dQ, np.uint32(n), out), "test bases")
+    launch("msm", f"g{group}_add_tables", grid_for(n, 128), 128, (dP, np.uint32(m), dQ, np.uint32(n), out), "test bases")
     if infinity_every:
         out[::infinity_every] = 0
     raw = cupy.asnumpy(out).tobytes()

@@ -224,8 +224,7 @@ class GpuBackend:
                     from ..field.constants import R
 
                     z_inv = pow((pow(shift, n, R) - 1) % R, -1, R)
-                    dom.scale_powers(h, 1, z_inv)
-                    dom.coset_intt(h, shift)
+                    dom.coset_intt(h, shift, scale=z_inv)  # Z(shift w^i) = shift^n - 1: one constant
                     h = h[: n - 1]
             del a, b, c, abc
             if pk.style == SNARKJS:

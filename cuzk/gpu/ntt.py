@@ -32,7 +32,34 @@ def ntt_radix() -> int:
 
 
 def plan_passes(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
-    """(lo, s, u) per pass: bits [lo, lo+s) of the index, 2^u consecutive low indices per tile row."""
+    """(lo, s, u) per pass: bits [lo, lo+s) of the index, 2^u consecutive low indices per tile row.
+
+    Two plans (CUZK_NTT_PLAN; "auto", the default, picks per size by the H200 measurements of 2026-12-04):
+    "greedy" fills passes of TILE_LOG - COALESCE_LOG stages with u = COALESCE_LOG above a bottom pass of
+    TILE_LOG bits and leaves the remainder to one pass; "balanced" shares the bits above the bottom pass
+    evenly among as many passes, each with a full tile (u = TILE_LOG - s). Greedy leaves a pass of one to
+    three stages in tiny blocks when log_n - 10 = 1..3 (mod 6): 2^23 iNTT + coset NTT 11.6 ms against
+    7.8 ms balanced, 2^24 19.4 against 16.1; otherwise greedy is 1-3% faster (2^26 68.3 against 69.0)."""
+    plan = env_choice("CUZK_NTT_PLAN", ("auto", "greedy", "balanced"))
+    step = TILE_LOG - COALESCE_LOG
+    rest = max(0, log_n - TILE_LOG)
+    if plan == "greedy" or (plan == "auto" and rest % step not in (1, 2, 3)):
+        return _plan_greedy(log_n, dit)
+    s0 = min(TILE_LOG, log_n)
+    passes = [(0, s0, 0)]
+    if rest:
+        k = -(-rest // step)
+        lo = s0
+        for i in range(k):
+            s = rest // k + (1 if i < rest % k else 0)
+            passes.append((lo, s, min(lo, TILE_LOG - s)))
+            lo += s
+    return passes if dit else passes[::-1]
+
+
+def _plan_greedy(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
+    """The greedy plan (the only one before 2026-12-04): DIT bottom-up, DIF top-down, each filling its
+    passes first, so the DIF's remainder falls to its bottom pass."""
     passes = []
     if dit:
         lo = 0
@@ -54,10 +81,10 @@ def plan_passes(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
     return passes
 
 
-def _split_powers(g: int, n: int) -> tuple[cupy.ndarray, cupy.ndarray, int]:
-    """Tables lo[j] = g^j (j < 2^b) and hi[k] = g^(k 2^b) so that g^e = lo[e & mask] * hi[e >> b]."""
+def _split_powers(g: int, n: int, start: int = 1) -> tuple[cupy.ndarray, cupy.ndarray, int]:
+    """Tables lo[j] = start g^j (j < 2^b) and hi[k] = g^(k 2^b) so that start g^e = lo[e & mask] * hi[e >> b]."""
     b = max(1, (max(1, n).bit_length() + 1) // 2)
-    lo = fr.powers(g, 1 << b)
+    lo = fr.powers(g, 1 << b, start)
     hi = fr.powers(pow(g, 1 << b, R), max(1, -(-n >> b)))
     return cupy.asarray(lo), cupy.asarray(hi), b
 
@@ -70,7 +97,7 @@ class GpuDomain:
         self.log_n, self.size, self.generator = cpu.log_n, cpu.size, cpu.generator
         self.omega, self.omega_inv, self.size_inv = cpu.omega, cpu.omega_inv, cpu.size_inv
         half = max(1, self.size // 2)
-        self._scale_tables: dict[tuple[int, int], tuple] = {}  # (g, scale) -> device power tables
+        self._scale_tables: dict[tuple[int, int], tuple] = {}  # (g, scale) -> device tables of scale * g^e
         with op_errors(f"NTT 2^{log_n} twiddle tables"):
             self.tw = self._table(self.omega, half)
             self.tw_inv = self._table(self.omega_inv, half)
@@ -100,20 +127,23 @@ class GpuDomain:
             launch("ntt", kernel, grid, block,
                    (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit)), np.uint64(self.size)), op)
 
+    def _scale_table(self, g: int, scale: int) -> tuple:
+        """Device tables for scale * g^e (see _split_powers), cached per (g, scale)."""
+        key = (g % R, scale % R)
+        cached = self._scale_tables.get(key)
+        if cached is None:
+            cached = self._scale_tables[key] = _split_powers(key[0], self.size, key[1])
+        return cached
+
     def bit_reverse(self, a: cupy.ndarray) -> None:
         launch("ntt", "fr_bit_reverse", (grid_for(self.size), self._check(a)), BLOCK, (a, u32(self.log_n), np.uint64(self.size)),
                f"bit reversal 2^{self.log_n}")
 
     def scale_powers(self, a: cupy.ndarray, g: int, scale: int = 1, reversed_order: bool = False) -> None:
         """a[i] *= scale * g^idx (idx = bitrev(i) if the data is in bit-reversed order)."""
-        key = (g % R, scale % R)
-        cached = self._scale_tables.get(key)
-        if cached is None:
-            cached = (*_split_powers(g % R, self.size), cupy.asarray(fr.mont_scalar(scale).reshape(1, 4)))
-            self._scale_tables[key] = cached
-        lo, hi, b, k = cached
+        lo, hi, b = self._scale_table(g, scale)
         launch("ntt", "fr_scale_powers", (grid_for(self.size), self._check(a)), BLOCK,
-               (a, u32(self.size), u32(self.log_n), u32(int(reversed_order)), lo, hi, u32(b), k, np.uint64(self.size)),
+               (a, u32(self.size), u32(self.log_n), u32(int(reversed_order)), lo, hi, u32(b), np.uint64(self.size)),
                f"coset scaling 2^{self.log_n}")
 
     # natural-order transforms (same contract as cuzk.field.ntt.Domain), in place
@@ -137,11 +167,13 @@ class GpuDomain:
         self.scale_powers(a, shift)
         return self.ntt(a)
 
-    def coset_intt(self, a: cupy.ndarray, shift: int) -> cupy.ndarray:
+    def coset_intt(self, a: cupy.ndarray, shift: int, scale: int = 1) -> cupy.ndarray:
+        """Coefficients (natural order) times ``scale`` of the polynomial given by its values on the coset
+        shift * domain (the prover folds the vanishing polynomial's inverse into ``scale``)."""
         self._check(a)
         if self.log_n:
             self._passes(a, dit=False, inverse=True)
-        self.scale_powers(a, pow(shift, -1, R), self.size_inv, reversed_order=True)
+        self.scale_powers(a, pow(shift, -1, R), self.size_inv * scale, reversed_order=True)
         if self.log_n:
             self.bit_reverse(a)
         return a

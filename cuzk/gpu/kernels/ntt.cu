@@ -1,4 +1,4 @@
-// Radix-2 NTT over Fr in passes of up to 10 butterfly stages through shared memory.
+// NTT over Fr in passes of up to 10 butterfly stages through shared memory (radix 4, or radix 2).
 //
 // Conventions (same as cuzk/field/ntt.py, checked bit for bit against it):
 //   DIF (Gentleman-Sande): natural order in, bit-reversed order out.
@@ -8,11 +8,22 @@
 //
 // A pass covers the bit positions [lo, lo + s): each block loads a tile of 2^s "group" elements (the
 // indices that differ only in those bits) times 2^u consecutive low indices, so that warps read
-// 2^u * 32 contiguous bytes even when lo is large; s + u <= 10 (32 KiB of shared memory).
+// 2^u * 32 contiguous bytes even when lo is large; s + u <= 10 (32 KiB of shared memory). The passes
+// are planned on the host (cuzk/gpu/ntt.py, plan_passes).
 // Batches (the prover's a, b, c) are vectors `stride` elements apart, one per blockIdx.y.
 #include "field.cuh"
 
 #define NTT_MAX_TILE_LOG 10
+// Minimum resident blocks per SM for the radix-4 pass (a register cap, as CUZK_ACC_MINB in msm.cu); 0 =
+// ptxas decides (86 registers: 2 blocks of 256 threads, 16 warps per SM).
+#ifndef CUZK_NTT_MINB
+#define CUZK_NTT_MINB 0
+#endif
+#if CUZK_NTT_MINB
+#define NTT_R4_BOUNDS __launch_bounds__(1 << (NTT_MAX_TILE_LOG - 2), CUZK_NTT_MINB)
+#else
+#define NTT_R4_BOUNDS
+#endif
 
 // global index of tile element x = t * 2^u + l: base | (t << lo) | l
 __device__ __forceinline__ u64 tile_global(u64 base, u32 x, u32 u, u32 lo) {
@@ -92,13 +103,91 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict_
     ntt_store_tile<2>(tile, data, k, nthreads, tp.base, u, lo);
 }
 
-// Radix-4 form of ntt_pass (host switch CUZK_NTT_RADIX=4, passes with s >= 2): each thread takes two
-// consecutive stages at once on the four elements whose tile index differs in bits q and q+1, so a
-// pass needs half the barriers and half the shared-memory round trips for the same multiplications.
+// Radix-4 step (ntt_pass_r4): the thread's four elements whose tile index differs in bits q
+// and q+1 (j = its index among the block's 2^(s-2) groups per low index l) go through two consecutive
+// stages at once, so a pass needs half the barriers and half the shared-memory round trips of radix 2.
 // Stage q uses one twiddle for both of its butterflies (their indices agree below bit q); stage q+1
-// uses one for the pair without bit q and one for the pair with it. An odd s ends with one radix-2
-// stage, two butterflies per thread. Block size 2^(s+u-2).
-extern "C" __global__ void ntt_pass_r4(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
+// uses one for the pair without bit q and one for the pair with it.
+__device__ __forceinline__ void radix4_step(Fr* tile, const Fr* __restrict__ tw, u32 j, u32 l, u32 u, u32 q, u32 lo,
+                                            u64 low_global, u32 log_n, u32 dit) {
+    u32 t0 = ((j >> q) << (q + 2)) | (j & ((1u << q) - 1));
+    u32 x00 = (t0 << u) | l, x10 = ((t0 | (1u << q)) << u) | l;
+    u32 x01 = ((t0 | (2u << q)) << u) | l, x11 = ((t0 | (3u << q)) << u) | l;
+    Fr v00 = tile[x00], v10 = tile[x10], v01 = tile[x01], v11 = tile[x11];
+    Fr wa = ntt_twiddle(tw, t0, q, lo, low_global, log_n);
+    Fr wb = ntt_twiddle(tw, t0, q + 1, lo, low_global, log_n);
+    Fr wc = ntt_twiddle(tw, t0 | (1u << q), q + 1, lo, low_global, log_n);
+    if (dit) {  // stage q, then q + 1
+        Fr m = mul<FrTag>(v10, wa);
+        v10 = sub<FrTag>(v00, m);
+        v00 = add<FrTag>(v00, m);
+        m = mul<FrTag>(v11, wa);
+        v11 = sub<FrTag>(v01, m);
+        v01 = add<FrTag>(v01, m);
+        m = mul<FrTag>(v01, wb);
+        v01 = sub<FrTag>(v00, m);
+        v00 = add<FrTag>(v00, m);
+        m = mul<FrTag>(v11, wc);
+        v11 = sub<FrTag>(v10, m);
+        v10 = add<FrTag>(v10, m);
+    } else {  // stage q + 1, then q
+        Fr d = sub<FrTag>(v00, v01);
+        v00 = add<FrTag>(v00, v01);
+        v01 = mul<FrTag>(d, wb);
+        d = sub<FrTag>(v10, v11);
+        v10 = add<FrTag>(v10, v11);
+        v11 = mul<FrTag>(d, wc);
+        d = sub<FrTag>(v00, v10);
+        v00 = add<FrTag>(v00, v10);
+        v10 = mul<FrTag>(d, wa);
+        d = sub<FrTag>(v01, v11);
+        v01 = add<FrTag>(v01, v11);
+        v11 = mul<FrTag>(d, wa);
+    }
+    tile[x00] = v00;
+    tile[x10] = v10;
+    tile[x01] = v01;
+    tile[x11] = v11;
+}
+
+// Two radix-2 butterflies per thread at tile bit q (j and j + 2^(s-2)): the odd stage of an odd s.
+__device__ __forceinline__ void radix2_pair_step(Fr* tile, const Fr* __restrict__ tw, u32 j, u32 l, u32 u, u32 q, u32 s,
+                                                 u32 lo, u64 low_global, u32 log_n, u32 dit) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        u32 jb = j + h * (1u << (s - 2));
+        u32 t0 = ((jb >> q) << (q + 1)) | (jb & ((1u << q) - 1));
+        radix2_butterfly(tile, (t0 << u) | l, ((t0 | (1u << q)) << u) | l, ntt_twiddle(tw, t0, q, lo, low_global, log_n), dit);
+    }
+}
+
+// All s stages of a tile (s >= 2), radix 4 with one radix-2 stage when s is odd: DIT from the low bit
+// up, DIF from the high bit down. Starts and ends at a barrier.
+__device__ __forceinline__ void tile_stages(Fr* tile, const Fr* __restrict__ tw, u32 j, u32 l, u32 u, u32 s, u32 lo,
+                                            u64 low_global, u32 log_n, u32 dit) {
+    if (dit) {
+        for (u32 q = 0; q + 1 < s; q += 2) {
+            radix4_step(tile, tw, j, l, u, q, lo, low_global, log_n, 1);
+            __syncthreads();
+        }
+        if (s & 1) {
+            radix2_pair_step(tile, tw, j, l, u, s - 1, s, lo, low_global, log_n, 1);
+            __syncthreads();
+        }
+    } else {
+        for (int q = (int)s - 2; q >= 0; q -= 2) {
+            radix4_step(tile, tw, j, l, u, (u32)q, lo, low_global, log_n, 0);
+            __syncthreads();
+        }
+        if (s & 1) {
+            radix2_pair_step(tile, tw, j, l, u, 0, s, lo, low_global, log_n, 0);
+            __syncthreads();
+        }
+    }
+}
+
+// Radix-4 form of ntt_pass (host switch CUZK_NTT_RADIX=4, passes with s >= 2). Block size 2^(s+u-2).
+extern "C" __global__ void NTT_R4_BOUNDS ntt_pass_r4(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
                                        u32 dit, u64 stride) {
     __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
     data += blockIdx.y * stride;
@@ -109,106 +198,23 @@ extern "C" __global__ void ntt_pass_r4(Fr* __restrict__ data, const Fr* __restri
     const NttTile tp = ntt_tile(lo, s, u);
     ntt_load_tile<4>(tile, data, k, nthreads, tp.base, u, lo);
     __syncthreads();
-
     const u32 l = k & ((1u << u) - 1);
-    const u32 j = k >> u;
-    const u64 low_global = (tp.low_chunk << u) | l;
-    auto radix4 = [&](u32 q) {
-        u32 t0 = ((j >> q) << (q + 2)) | (j & ((1u << q) - 1));
-        u32 x00 = (t0 << u) | l, x10 = ((t0 | (1u << q)) << u) | l;
-        u32 x01 = ((t0 | (2u << q)) << u) | l, x11 = ((t0 | (3u << q)) << u) | l;
-        Fr v00 = tile[x00], v10 = tile[x10], v01 = tile[x01], v11 = tile[x11];
-        Fr wa = ntt_twiddle(tw, t0, q, lo, low_global, log_n);
-        Fr wb = ntt_twiddle(tw, t0, q + 1, lo, low_global, log_n);
-        Fr wc = ntt_twiddle(tw, t0 | (1u << q), q + 1, lo, low_global, log_n);
-        if (dit) {  // stage q, then q + 1
-            Fr m = mul<FrTag>(v10, wa);
-            v10 = sub<FrTag>(v00, m);
-            v00 = add<FrTag>(v00, m);
-            m = mul<FrTag>(v11, wa);
-            v11 = sub<FrTag>(v01, m);
-            v01 = add<FrTag>(v01, m);
-            m = mul<FrTag>(v01, wb);
-            v01 = sub<FrTag>(v00, m);
-            v00 = add<FrTag>(v00, m);
-            m = mul<FrTag>(v11, wc);
-            v11 = sub<FrTag>(v10, m);
-            v10 = add<FrTag>(v10, m);
-        } else {  // stage q + 1, then q
-            Fr d = sub<FrTag>(v00, v01);
-            v00 = add<FrTag>(v00, v01);
-            v01 = mul<FrTag>(d, wb);
-            d = sub<FrTag>(v10, v11);
-            v10 = add<FrTag>(v10, v11);
-            v11 = mul<FrTag>(d, wc);
-            d = sub<FrTag>(v00, v10);
-            v00 = add<FrTag>(v00, v10);
-            v10 = mul<FrTag>(d, wa);
-            d = sub<FrTag>(v01, v11);
-            v01 = add<FrTag>(v01, v11);
-            v11 = mul<FrTag>(d, wa);
-        }
-        tile[x00] = v00;
-        tile[x10] = v10;
-        tile[x01] = v01;
-        tile[x11] = v11;
-    };
-    auto radix2 = [&](u32 q) {  // two butterflies per thread: j and j + 2^(s-2)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            u32 jb = j + h * (1u << (s - 2));
-            u32 t0 = ((jb >> q) << (q + 1)) | (jb & ((1u << q) - 1));
-            radix2_butterfly(tile, (t0 << u) | l, ((t0 | (1u << q)) << u) | l, ntt_twiddle(tw, t0, q, lo, low_global, log_n), dit);
-        }
-    };
-    if (dit) {
-        for (u32 q = 0; q + 1 < s; q += 2) {
-            radix4(q);
-            __syncthreads();
-        }
-        if (s & 1) {
-            radix2(s - 1);
-            __syncthreads();
-        }
-    } else {
-        for (int q = (int)s - 2; q >= 0; q -= 2) {
-            radix4((u32)q);
-            __syncthreads();
-        }
-        if (s & 1) {
-            radix2(0);
-            __syncthreads();
-        }
-    }
-
+    tile_stages(tile, tw, k >> u, l, u, s, lo, (tp.low_chunk << u) | l, log_n, dit);
     ntt_store_tile<4>(tile, data, k, nthreads, tp.base, u, lo);
 }
 
 __device__ __forceinline__ u32 bitrev(u32 i, u32 log_n) { return log_n ? (__brev(i) >> (32 - log_n)) : 0; }
 
-extern "C" __global__ void fr_bit_reverse(Fr* __restrict__ data, u32 log_n, u64 stride) {
-    data += blockIdx.y * stride;
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (1u << log_n)) return;
-    u32 r = bitrev(i, log_n);
-    if (r > i) {
-        Fr a = load<FrTag>(data + i), b = load<FrTag>(data + r);
-        store<FrTag>(data + i, b);
-        store<FrTag>(data + r, a);
-    }
-}
-
 // data[i] *= scale * g^idx, idx = bitrev(i) when `reversed` (data in bit-reversed order) else i.
-// g^idx = lo_tbl[idx & (2^lo_bits - 1)] * hi_tbl[idx >> lo_bits].
+// scale * g^idx = lo_tbl[idx & (2^lo_bits - 1)] * hi_tbl[idx >> lo_bits] (the host folds scale into lo_tbl).
 extern "C" __global__ void fr_scale_powers(Fr* __restrict__ data, u32 n, u32 log_n, u32 reversed,
                                            const Fr* __restrict__ lo_tbl, const Fr* __restrict__ hi_tbl, u32 lo_bits,
-                                           const Fr* __restrict__ scale, u64 stride) {
+                                           u64 stride) {
     data += blockIdx.y * stride;
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     u32 idx = reversed ? bitrev(i, log_n) : i;
     Fr g = mul<FrTag>(load<FrTag>(lo_tbl + (idx & ((1u << lo_bits) - 1))), load<FrTag>(hi_tbl + (idx >> lo_bits)));
-    g = mul<FrTag>(g, load<FrTag>(scale));
     store<FrTag>(data + i, mul<FrTag>(load<FrTag>(data + i), g));
 }
 
