@@ -205,6 +205,18 @@ extern "C" __global__ void NTT_R4_BOUNDS ntt_pass_r4(Fr* __restrict__ data, cons
 
 __device__ __forceinline__ u32 bitrev(u32 i, u32 log_n) { return log_n ? (__brev(i) >> (32 - log_n)) : 0; }
 
+extern "C" __global__ void fr_bit_reverse(Fr* __restrict__ data, u32 log_n, u64 stride) {
+    data += blockIdx.y * stride;
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (1u << log_n)) return;
+    u32 r = bitrev(i, log_n);
+    if (r > i) {
+        Fr a = load<FrTag>(data + i), b = load<FrTag>(data + r);
+        store<FrTag>(data + i, b);
+        store<FrTag>(data + r, a);
+    }
+}
+
 // data[i] *= scale * g^idx, idx = bitrev(i) when `reversed` (data in bit-reversed order) else i.
 // scale * g^idx = lo_tbl[idx & (2^lo_bits - 1)] * hi_tbl[idx >> lo_bits] (the host folds scale into lo_tbl).
 extern "C" __global__ void fr_scale_powers(Fr* __restrict__ data, u32 n, u32 log_n, u32 reversed,
