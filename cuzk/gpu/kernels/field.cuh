@@ -14,7 +14,7 @@
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-// CUZK_FQ_CALL (0, 1, 2, 4; msm.cu defaults to 2): how much of the curve code's field arithmetic is out-of-line calls (below, at
+// CUZK_FQ_CALL (0, 1, 2; msm.cu defaults to 2): how much of the curve code's field arithmetic is out-of-line calls (below, at
 // fmul). With it on, every remaining out-of-line function takes its operands by value (OUTLINE_ARG):
 // ptxas (CUDA 13) addresses a by-reference operand that lives in the caller's stack frame through a
 // uniform-register copy of the stack pointer, and another out-of-line function that uses the same
@@ -559,49 +559,13 @@ __device__ __noinline__ Fq fq_mul_call(const Fq a, const Fq b) { return mul<FqTa
 __device__ __noinline__ Fq fq_sqr_call(const Fq a) { return sqr<FqTag>(a); }
 #endif
 
-#if CUZK_FQ_CALL == 4
-// CUZK_FQ_CALL=4: the Fq2 multiply and square out of line once more (CUZK_FQ_CALL=2 inlines them around
-// their Fq calls, and ncu puts 2.7 of g2_accumulate_even's 7.3 cycles per instruction on instruction
-// fetch), with operands that cannot meet the ptxas hazard above: the caller stores them in its thread's
-// slots in shared memory and the callee, taking no arguments, reads them there and leaves the product in
-// the first slot. By-value Fq2 operands (CUZK_FQ_CALL=3) went through the stack and were 4x slower.
-// Kernels that multiply in Fq2 must run at most FQ2_SLOTS threads per block (the callee traps otherwise).
-#define FQ2_SLOTS 128
-__shared__ __align__(16) Fq2 fq2_operand_a[FQ2_SLOTS];
-__shared__ __align__(16) Fq2 fq2_operand_b[FQ2_SLOTS];
-
-__device__ __noinline__ void fq2_mul_slots() {
-    const u32 t = threadIdx.x;
-    if (t >= FQ2_SLOTS) __trap();
-    const Fq2 a = fq2_operand_a[t], b = fq2_operand_b[t];
-    Fq t0 = fq_mul_call(a.c0, b.c0);
-    Fq t1 = fq_mul_call(a.c1, b.c1);
-    Fq t2 = fq_mul_call(add<FqTag>(a.c0, a.c1), add<FqTag>(b.c0, b.c1));
-    fq2_operand_a[t] = {sub<FqTag>(t0, t1), sub<FqTag>(sub<FqTag>(t2, t0), t1)};
-}
-__device__ __noinline__ void fq2_sqr_slots() {
-    const u32 t = threadIdx.x;
-    if (t >= FQ2_SLOTS) __trap();
-    const Fq2 a = fq2_operand_a[t];
-    Fq m = fq_mul_call(a.c0, a.c1);
-    fq2_operand_a[t] = {fq_mul_call(add<FqTag>(a.c0, a.c1), sub<FqTag>(a.c0, a.c1)), add<FqTag>(m, m)};
-}
-__device__ __forceinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
-    fq2_operand_a[threadIdx.x % FQ2_SLOTS] = a;
-    fq2_operand_b[threadIdx.x % FQ2_SLOTS] = b;
-    fq2_mul_slots();
-    return fq2_operand_a[threadIdx.x % FQ2_SLOTS];
-}
-__device__ __forceinline__ Fq2 sqr(const Fq2& a) {
-    fq2_operand_a[threadIdx.x % FQ2_SLOTS] = a;
-    fq2_sqr_slots();
-    return fq2_operand_a[threadIdx.x % FQ2_SLOTS];
-}
-#elif CUZK_FQ_CALL >= 2
+#if CUZK_FQ_CALL >= 2
 // CUZK_FQ_CALL=2: Fq2's Karatsuba products through the out-of-line Fq multiply too (G2's code then holds
 // one copy of the Fq multiply instead of three inlined in the Fq2 multiply and two in the square),
 // the Fq2 multiply and square themselves inline (out of line with by-value operands, tried as
-// CUZK_FQ_CALL=3: G2 2^24 739 -> 2999 ms, run s4-7; reverted).
+// CUZK_FQ_CALL=3: G2 2^24 739 -> 2999 ms, run s4-7; out of line taking no arguments, the operands in
+// per-thread slots of shared memory, tried as CUZK_FQ_CALL=4: 736 -> 4609 ms, run s5-3, every register
+// live across the calls went to the stack; both reverted).
 __device__ __forceinline__ Fq2 mul(const Fq2& a, const Fq2& b) {
     Fq t0 = fq_mul_call(a.c0, b.c0);
     Fq t1 = fq_mul_call(a.c1, b.c1);

@@ -14,10 +14,12 @@
 #include "field.cuh"
 
 #define NTT_MAX_TILE_LOG 10
-// Minimum resident blocks per SM for the radix-4 pass (a register cap, as CUZK_ACC_MINB in msm.cu); 0 =
-// ptxas decides (86 registers: 2 blocks of 256 threads, 16 warps per SM).
+// Minimum resident blocks per SM for the radix-4 pass (a register cap, as CUZK_ACC_MINB in msm.cu). 3:
+// 80 registers and 32 B of stack, 24 warps per SM; 0 = ptxas decides (82 registers, 2 blocks, 16 warps).
+// The passes are latency-bound at 16 warps (ncu): 3 measured 2^26 NTT 35.6 -> 33.4 ms, 2^27 72.6 -> 68.1,
+// 2^26 x3 iNTT + coset NTT 209.0 -> 198.1 (run s5-3, one process); 4 (64 registers) less: 34.1 / 69.1.
 #ifndef CUZK_NTT_MINB
-#define CUZK_NTT_MINB 0
+#define CUZK_NTT_MINB 3
 #endif
 #if CUZK_NTT_MINB
 #define NTT_R4_BOUNDS __launch_bounds__(1 << (NTT_MAX_TILE_LOG - 2), CUZK_NTT_MINB)
