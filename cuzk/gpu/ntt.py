@@ -132,6 +132,8 @@ class GpuDomain:
         key = (g % R, scale % R)
         cached = self._scale_tables.get(key)
         if cached is None:
+            if len(self._scale_tables) >= 32:  # callers with ever new factors must not grow it without bound
+                self._scale_tables.clear()
             cached = self._scale_tables[key] = _split_powers(key[0], self.size, key[1])
         return cached
 
