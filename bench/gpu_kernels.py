@@ -7,6 +7,9 @@ floor of the performance anchors (G1 MSM 2^26: 0.25 s; NTT 2^26: ~15 ms; floors 
 A CPU (arkworks, all cores) MSM at 2^16 and 2^18 gives the GPU/CPU ratio.
 
     python bench/gpu_kernels.py --g1 16 26 --g1-bits 24 26 --g2 16 24 --ntt 16 27 --reps 5 --json out.json
+
+Side by side in the same process: --variants (msm/ntt/probe #defines or host switches, compared first),
+and for every NTT size the other radix, both pass plans (CUZK_NTT_PLAN) and each --ntt-variant build.
 """
 
 from __future__ import annotations
