@@ -292,28 +292,26 @@ def main() -> int:
         finally:
             runtime.VARIANTS["ntt"] = ntt_default
 
+    def side_by_side(kind, log_n, f, floor=None, plans=True):
+        """kind's row, then the same under the other pass plans and under each --ntt-variant build."""
+        report(kind, log_n, ntt_timed(f), floor)
+        for plan in ("greedy", "balanced") if plans else ():
+            report(f"  same, {plan} plan", log_n, ntt_timed(f, {"CUZK_NTT_PLAN": plan}), floor)
+        for spec, defs in ntt_variants.items():
+            report(f"  same, ntt {spec}", log_n, ntt_timed(f, variant=defs), floor)
+
     for log_n in range(a.ntt[0], a.ntt[1] + 1):
         d = gntt.domain(log_n)
         x = device_scalars(1 << log_n, "random")
         floor = FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26
-        report("NTT", log_n, ntt_timed(lambda: d.ntt(x)), floor)
+        side_by_side("NTT", log_n, lambda: d.ntt(x), floor)
         other = "2" if os.environ.get("CUZK_NTT_RADIX", "4") == "4" else "4"  # the other butterfly form, side by side
         report(f"  same, radix {other}", log_n, ntt_timed(lambda: d.ntt(x), {"CUZK_NTT_RADIX": other}), floor)
-        for plan in ("greedy", "balanced"):
-            report(f"  same, {plan} plan", log_n, ntt_timed(lambda: d.ntt(x), {"CUZK_NTT_PLAN": plan}), floor)
-        for spec, defs in ntt_variants.items():
-            report(f"  same, ntt {spec}", log_n, ntt_timed(lambda: d.ntt(x), variant=defs), floor)
-        report("iNTT+coset NTT", log_n, ntt_timed(lambda: d.evals_to_coset(x, 7)))
-        for plan in ("greedy", "balanced"):
-            report(f"  same, {plan} plan", log_n, ntt_timed(lambda: d.evals_to_coset(x, 7), {"CUZK_NTT_PLAN": plan}))
-        for spec, defs in ntt_variants.items():
-            report(f"  same, ntt {spec}", log_n, ntt_timed(lambda: d.evals_to_coset(x, 7), variant=defs))
+        side_by_side("iNTT+coset NTT", log_n, lambda: d.evals_to_coset(x, 7))
         report("coset iNTT", log_n, ntt_timed(lambda: d.coset_intt(x, 7)))
         if log_n in (16, 20, 24, 26):  # the prover's a, b, c: one batched launch per pass vs three
             x3 = cupy.concatenate([x[None]] * 3)
-            report("  x3 batched", log_n, ntt_timed(lambda: d.evals_to_coset(x3, 7)))
-            for spec, defs in ntt_variants.items():
-                report(f"  x3 batched, ntt {spec}", log_n, ntt_timed(lambda: d.evals_to_coset(x3, 7), variant=defs))
+            side_by_side("  x3 batched", log_n, lambda: d.evals_to_coset(x3, 7), plans=False)
             report("  x3 one by one", log_n, ntt_timed(lambda: [d.evals_to_coset(x3[i], 7) for i in range(3)]))
             x3 = None
         x = d = None

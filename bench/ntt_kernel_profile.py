@@ -34,5 +34,6 @@ def main() -> None:
     cupy.cuda.get_current_stream().synchronize()
     print(f"coset_intt 2^{a.log_n} x{a.batch}: done", flush=True)
 
+
 if __name__ == "__main__":
     main()

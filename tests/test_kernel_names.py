@@ -8,6 +8,7 @@ here, without NVRTC or a GPU.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -24,8 +25,13 @@ ELEMENTWISE = re.compile(r'_ew\(\s*"(\w+)"(?:,\s*"(\w+)")?')
 NTT_CHOICE = re.compile(r'\("(ntt_\w+)",')
 
 
+@functools.cache
+def _source(module: str) -> str:
+    return (KERNELS / f"{module}.cu").read_text()
+
+
 def _defined(module: str, name: str) -> bool:
-    src = (KERNELS / f"{module}.cu").read_text()
+    src = _source(module)
     if re.search(r"__global__\s+(?:\w+\s+)*" + re.escape(name) + r"\s*\(", src):
         return True
     if re.search(r"^[A-Z][A-Z0-9_]*\(\s*" + re.escape(name) + r"\s*,", src, re.M):  # a kernel-making macro: ELEMENTWISE(fr_mul, ...)
