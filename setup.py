@@ -31,7 +31,9 @@ def _protogen():
     sub.__path__ = []
     sys.modules.setdefault("_cuzk_build", pkg)
     sys.modules.setdefault("_cuzk_build.server", sub)
-    spec = importlib.util.spec_from_file_location("_cuzk_build.server.protogen", os.path.join(HERE, "cuzk", "server", "protogen.py"))
+    spec = importlib.util.spec_from_file_location(
+        "_cuzk_build.server.protogen", os.path.join(HERE, "cuzk", "server", "protogen.py")
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -62,7 +62,9 @@ def prepare(shape: str, log_n: int) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     cuzk = [sys.executable, "-m", "cuzk"]
     subprocess.run(cuzk + ["synth-circuit", "--shape", shape, "--domain", str(log_n), "-o", str(d)], check=True)
-    subprocess.run(cuzk + ["setup", str(d / "circuit.r1cs"), "-o", str(d / "circuit.zkey")], check=True, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        cuzk + ["setup", str(d / "circuit.r1cs"), "-o", str(d / "circuit.zkey")], check=True, stderr=subprocess.DEVNULL
+    )
     return d
 
 
@@ -98,14 +100,23 @@ def bench_one(shape: str, log_n: int, reps: int) -> dict:
     # both proofs of the last round must verify with snarkjs's verifier
     vk = str(d / "verification_key.json")
     for p, q in (("sp", "sq"), ("cp", "cq")):
-        v = subprocess.run([str(SNARKJS), "groth16", "verify", vk, str(out / f"{q}.json"), str(out / f"{p}.json")], capture_output=True, text=True)
+        v = subprocess.run(
+            [str(SNARKJS), "groth16", "verify", vk, str(out / f"{q}.json"), str(out / f"{p}.json")],
+            capture_output=True,
+            text=True,
+        )
         assert v.returncode == 0, v.stdout + v.stderr
     ms = statistics.median(sj)
     return {
-        "shape": shape, "log_n": log_n, "reps": reps,
-        "snarkjs": sj, "cuzk_cli": cz, "cuzk_warm": warm,
+        "shape": shape,
+        "log_n": log_n,
+        "reps": reps,
+        "snarkjs": sj,
+        "cuzk_cli": cz,
+        "cuzk_warm": warm,
         "rss_mb": {"snarkjs": sj_rss / 1024, "cuzk_cli": cz_rss / 1024, "cuzk_warm": warm_rss / 1024},
-        "ratio_cli": statistics.median(cz) / ms, "ratio_warm": statistics.median(warm) / ms,
+        "ratio_cli": statistics.median(cz) / ms,
+        "ratio_warm": statistics.median(warm) / ms,
         "warm_phases_median": {k: statistics.median(p[k] for p in phases) for k in phases[0]},
     }
 
@@ -122,10 +133,16 @@ def main() -> int:
         for shape in a.shapes:
             rows.append(bench_one(shape, log_n, a.reps))
             r = rows[-1]
-            print(f"{shape} 2^{log_n}: snarkjs {med_spread(r['snarkjs'])} s, cuzk cli {med_spread(r['cuzk_cli'])} s "
-                  f"({r['ratio_cli']:.2f}x), warm {med_spread(r['cuzk_warm'])} s ({r['ratio_warm']:.2f}x)", flush=True)
-    meta = {"date": date.today().isoformat(), "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.processor() or platform.platform()}",
-            "command": " ".join(["python", "bench/cpu_vs_snarkjs.py"] + sys.argv[1:])}
+            print(
+                f"{shape} 2^{log_n}: snarkjs {med_spread(r['snarkjs'])} s, cuzk cli {med_spread(r['cuzk_cli'])} s "
+                f"({r['ratio_cli']:.2f}x), warm {med_spread(r['cuzk_warm'])} s ({r['ratio_warm']:.2f}x)",
+                flush=True,
+            )
+    meta = {
+        "date": date.today().isoformat(),
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus, {platform.processor() or platform.platform()}",
+        "command": " ".join(["python", "bench/cpu_vs_snarkjs.py"] + sys.argv[1:]),
+    }
     Path(a.json).parent.mkdir(parents=True, exist_ok=True)
     Path(a.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     print()
@@ -133,8 +150,10 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         rs = r["rss_mb"]
-        print(f"| {r['shape']} | 2^{r['log_n']} | {med_spread(r['snarkjs'])} | {med_spread(r['cuzk_cli'])} | {r['ratio_cli']:.2f}x | "
-              f"{med_spread(r['cuzk_warm'])} | {r['ratio_warm']:.2f}x | {rs['snarkjs']:.0f} / {rs['cuzk_cli']:.0f} / {rs['cuzk_warm']:.0f} |")
+        print(
+            f"| {r['shape']} | 2^{r['log_n']} | {med_spread(r['snarkjs'])} | {med_spread(r['cuzk_cli'])} | {r['ratio_cli']:.2f}x | "
+            f"{med_spread(r['cuzk_warm'])} | {r['ratio_warm']:.2f}x | {rs['snarkjs']:.0f} / {rs['cuzk_cli']:.0f} / {rs['cuzk_warm']:.0f} |"
+        )
     return 0
 
 

@@ -53,8 +53,12 @@ def pct(xs, p):
 
 
 def start_daemon(tmp: Path, backend: str, **over):
-    o = {"daemon.state_dir": str(tmp / "state"), "daemon.listen": f"unix://{tmp}/b.sock", "gpus.backend": backend,
-         "journal.synchronous": "full"}
+    o = {
+        "daemon.state_dir": str(tmp / "state"),
+        "daemon.listen": f"unix://{tmp}/b.sock",
+        "gpus.backend": backend,
+        "journal.synchronous": "full",
+    }
     o.update(over)
     d = Daemon(load_config(overrides=o)).start()
     return d, Client(d.address)
@@ -92,11 +96,23 @@ def bench_throughput(tmp: Path, log_n: int, clients: list[int], per_client: int,
             for dt, r in results:
                 assert verifier.verify(vk, r.public[0], formats.Proof.from_bytes(r.proofs[0]))
                 lat.append(dt)
-            rows.append({"clients": n, "proofs": jobs, "wall_s": wall, "proofs_per_s": jobs / wall,
-                         "p50_ms": pct(lat, 50) * 1e3, "p90_ms": pct(lat, 90) * 1e3, "p99_ms": pct(lat, 99) * 1e3,
-                         "max_ms": max(lat) * 1e3})
-            print(f"  throughput 2^{log_n}: {n:>2} clients, {jobs} proofs: {jobs / wall:.2f} proofs/s, "
-                  f"p50 {rows[-1]['p50_ms']:.0f} ms, p99 {rows[-1]['p99_ms']:.0f} ms", flush=True)
+            rows.append(
+                {
+                    "clients": n,
+                    "proofs": jobs,
+                    "wall_s": wall,
+                    "proofs_per_s": jobs / wall,
+                    "p50_ms": pct(lat, 50) * 1e3,
+                    "p90_ms": pct(lat, 90) * 1e3,
+                    "p99_ms": pct(lat, 99) * 1e3,
+                    "max_ms": max(lat) * 1e3,
+                }
+            )
+            print(
+                f"  throughput 2^{log_n}: {n:>2} clients, {jobs} proofs: {jobs / wall:.2f} proofs/s, "
+                f"p50 {rows[-1]['p50_ms']:.0f} ms, p99 {rows[-1]['p99_ms']:.0f} ms",
+                flush=True,
+            )
     finally:
         c.close()
         d.stop(30)
@@ -126,14 +142,23 @@ def bench_overhead_and_tiers(tmp: Path, log_n: int, runs: int, tier_runs: int, b
             r = c.prove("ov", witness=wbytes[i])
             daemon_lat.append(time.perf_counter() - t)
             server_total.append(r.timings["total_ms"] / 1e3)
-            print(f"  overhead run {i}: direct {direct[-1]:.3f} s, daemon {daemon_lat[-1]:.3f} s "
-                  f"(+{100 * (daemon_lat[-1] / direct[-1] - 1):.1f}%)", flush=True)
+            print(
+                f"  overhead run {i}: direct {direct[-1]:.3f} s, daemon {daemon_lat[-1]:.3f} s "
+                f"(+{100 * (daemon_lat[-1] / direct[-1] - 1):.1f}%)",
+                flush=True,
+            )
         md, mc = statistics.median(direct), statistics.median(daemon_lat)
-        ov = {"domain_log": log_n, "runs": runs, "direct_median_s": md, "daemon_median_s": mc,
-              "daemon_server_total_median_s": statistics.median(server_total),
-              "overhead_pct": 100 * (mc / md - 1),
-              "overhead_pct_paired_median": 100 * statistics.median(b / a - 1 for a, b in zip(direct, daemon_lat)),
-              "direct_s": direct, "daemon_s": daemon_lat}
+        ov = {
+            "domain_log": log_n,
+            "runs": runs,
+            "direct_median_s": md,
+            "daemon_median_s": mc,
+            "daemon_server_total_median_s": statistics.median(server_total),
+            "overhead_pct": 100 * (mc / md - 1),
+            "overhead_pct_paired_median": 100 * statistics.median(b / a - 1 for a, b in zip(direct, daemon_lat)),
+            "direct_s": direct,
+            "daemon_s": daemon_lat,
+        }
         tiers = []
         for rep in range(tier_runs):
             for tier in ("COLD", "WARM", "HOT"):
@@ -142,8 +167,14 @@ def bench_overhead_and_tiers(tmp: Path, log_n: int, runs: int, tier_runs: int, b
                 t = time.perf_counter()
                 r = c.prove("ov", witness=wbytes[rep % runs])
                 lat = time.perf_counter() - t
-                tiers.append({"tier": tier, "latency_s": lat, "srs_load_ms": r.timings["srs_load_ms"],
-                              "compute_ms": r.timings["gpu_compute_ms"]})
+                tiers.append(
+                    {
+                        "tier": tier,
+                        "latency_s": lat,
+                        "srs_load_ms": r.timings["srs_load_ms"],
+                        "compute_ms": r.timings["gpu_compute_ms"],
+                    }
+                )
                 print(f"  first proof from {tier}: {lat:.3f} s (srs_load {r.timings['srs_load_ms']:.0f} ms)", flush=True)
     finally:
         c.close()
@@ -168,8 +199,11 @@ def main() -> int:
     setup_logging("warning")
     tmp = Path(tempfile.mkdtemp(prefix="czb", dir="/tmp"))
     started = datetime.datetime.now(datetime.UTC)
-    print(f"cuzk daemon benchmark, {started:%Y-%m-%d %H:%M} UTC, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, backend {a.backend}", flush=True)
+    print(
+        f"cuzk daemon benchmark, {started:%Y-%m-%d %H:%M} UTC, {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, backend {a.backend}",
+        flush=True,
+    )
     try:
         tp = bench_throughput(tmp, a.tp_domain, [int(x) for x in a.clients.split(",")], a.per_client, a.backend)
         ov, tiers = bench_overhead_and_tiers(tmp, a.ov_domain, a.ov_runs, a.tier_runs, a.backend)
@@ -179,19 +213,34 @@ def main() -> int:
     print(f"| clients | proofs | proofs/s | p50 ms | p90 ms | p99 ms |   (hash circuit 2^{a.tp_domain}, {a.backend})")
     print("|---|---|---|---|---|---|")
     for r in tp:
-        print(f"| {r['clients']} | {r['proofs']} | {r['proofs_per_s']:.2f} | {r['p50_ms']:.0f} | {r['p90_ms']:.0f} | {r['p99_ms']:.0f} |")
+        print(
+            f"| {r['clients']} | {r['proofs']} | {r['proofs_per_s']:.2f} | {r['p50_ms']:.0f} | {r['p90_ms']:.0f} | {r['p99_ms']:.0f} |"
+        )
     print()
-    print(f"overhead at 2^{ov['domain_log']}: direct prover.prove median {ov['direct_median_s']:.3f} s, "
-          f"daemon Prove median {ov['daemon_median_s']:.3f} s -> {ov['overhead_pct']:+.1f}%; median of the paired "
-          f"differences {ov['overhead_pct_paired_median']:+.1f}% ({ov['runs']} interleaved runs)")
+    print(
+        f"overhead at 2^{ov['domain_log']}: direct prover.prove median {ov['direct_median_s']:.3f} s, "
+        f"daemon Prove median {ov['daemon_median_s']:.3f} s -> {ov['overhead_pct']:+.1f}%; median of the paired "
+        f"differences {ov['overhead_pct_paired_median']:+.1f}% ({ov['runs']} interleaved runs)"
+    )
     print()
     print(f"| SRS tier before the proof | first-proof latency s | srs_load ms |   (2^{ov['domain_log']})")
     print("|---|---|---|")
     for t in tiers:
         print(f"| {t['tier']} | {t['latency_s']:.3f} | {t['srs_load_ms']:.0f} |")
     if a.json:
-        Path(a.json).write_text(json.dumps({"date": started.isoformat(), "backend": a.backend, "throughput": tp,
-                                            "overhead": ov, "tiers": tiers, "argv": sys.argv[1:]}, indent=1))
+        Path(a.json).write_text(
+            json.dumps(
+                {
+                    "date": started.isoformat(),
+                    "backend": a.backend,
+                    "throughput": tp,
+                    "overhead": ov,
+                    "tiers": tiers,
+                    "argv": sys.argv[1:],
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

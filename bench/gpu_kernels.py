@@ -87,7 +87,9 @@ def device_bases(group: int, n: int) -> cupy.ndarray:
         size = min(n, m * 64)
         q = fresh(-(-size // m))
         out = cupy.empty((size, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
-        launch("msm", f"g{group}_add_tables", grid_for(size, 128), 128, (table, np.uint32(m), q, np.uint32(size), out), "bench bases")
+        launch(
+            "msm", f"g{group}_add_tables", grid_for(size, 128), 128, (table, np.uint32(m), q, np.uint32(size), out), "bench bases"
+        )
         table = out
     cupy.cuda.get_current_stream().synchronize()
     return table[:n]
@@ -118,7 +120,9 @@ def mul_probe(field: str) -> float:
     """Field multiplications per second (4 independent chains per thread, 132*8 blocks of 256)."""
     words = 6 if field == "fq" else 4
     threads = 132 * 8 * 256
-    data = cupy.asarray(np.tile(fr.random(1).view(np.uint64)[0, :words] if words == 4 else np.arange(1, 7, dtype=np.uint64), (4 * threads, 1)))
+    data = cupy.asarray(
+        np.tile(fr.random(1).view(np.uint64)[0, :words] if words == 4 else np.arange(1, 7, dtype=np.uint64), (4 * threads, 1))
+    )
     iters = 2000
     xs = timed(lambda: launch("msm", f"{field}_mul_probe", 132 * 8, 256, (data, np.int32(iters)), "probe"), 3)
     return threads * 4 * iters / statistics.median(xs)
@@ -169,12 +173,20 @@ def main() -> int:
     ap.add_argument("--step", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", default="")
-    ap.add_argument("--variants", nargs="*", default=[],
-                    help="kernel variants to compare first, NAME:DEF=V,DEF=V (#defines; env.VAR=V sets a host-side "
-                         "switch such as env.CUZK_MSM_ACC=even; empty = default); the fastest G1+G2 variant at the "
-                         "largest --variant-log is then used for the main run")
-    ap.add_argument("--ntt-variant", nargs="*", default=[], help="ntt module variants (#defines DEF=V,...), each timed beside "
-                    "the default NTT rows, e.g. CUZK_NTT_MINB=3")
+    ap.add_argument(
+        "--variants",
+        nargs="*",
+        default=[],
+        help="kernel variants to compare first, NAME:DEF=V,DEF=V (#defines; env.VAR=V sets a host-side "
+        "switch such as env.CUZK_MSM_ACC=even; empty = default); the fastest G1+G2 variant at the "
+        "largest --variant-log is then used for the main run",
+    )
+    ap.add_argument(
+        "--ntt-variant",
+        nargs="*",
+        default=[],
+        help="ntt module variants (#defines DEF=V,...), each timed beside the default NTT rows, e.g. CUZK_NTT_MINB=3",
+    )
     ap.add_argument("--variant-log", type=int, nargs="+", default=[22], help="G1 sizes of the comparison (G2: 2^(k-2))")
     a = ap.parse_args()
     rows = []
@@ -189,7 +201,10 @@ def main() -> int:
             row["x_floor"] = st["median"] / floor
         rows.append(row)
         f = f"  {row['x_floor']:.2f}x floor" if floor else ""
-        print(f"{kind:<14} 2^{log_n:<3} median {st['median'] * 1e3:10.3f} ms  ({st['min'] * 1e3:.3f}-{st['max'] * 1e3:.3f}){f} {extra}", flush=True)
+        print(
+            f"{kind:<14} 2^{log_n:<3} median {st['median'] * 1e3:10.3f} ms  ({st['min'] * 1e3:.3f}-{st['max'] * 1e3:.3f}){f} {extra}",
+            flush=True,
+        )
 
     def msm_rows(group, lo, hi, kind):
         maxn = 1 << hi
@@ -241,17 +256,41 @@ def main() -> int:
                     gntt._domain_cached.cache_clear()
                     ok = check_against_cpu(1, 12) and check_against_cpu(2, 10) and check_ntt_against_cpu(13)
                     gntt._domain_cached.cache_clear()
-                rows.append({"kind": "variant", "name": name, "defines": defines, "env": envs, "fq_mul_per_s": rate,
-                             "g1_random_s": t_rand, "g1_bits_s": t_bits, "g2_random_s": t_g2, "g2_log_n": g2_log,
-                             "ntt24_s": t_ntt, "log_n": vlog, "correct": ok, "fq_chains_per_s": chains})
-                print(f"variant {name:<14} fq mul {rate / 1e9:6.2f} G/s  G1 2^{vlog} random {t_rand * 1e3:8.2f} ms  "
-                      f"bits {t_bits * 1e3:7.2f} ms  G2 2^{g2_log} {t_g2 * 1e3:8.2f} ms  NTT 2^24 {t_ntt * 1e3:6.2f} ms  "
-                      f"correct {ok}", flush=True)
+                rows.append(
+                    {
+                        "kind": "variant",
+                        "name": name,
+                        "defines": defines,
+                        "env": envs,
+                        "fq_mul_per_s": rate,
+                        "g1_random_s": t_rand,
+                        "g1_bits_s": t_bits,
+                        "g2_random_s": t_g2,
+                        "g2_log_n": g2_log,
+                        "ntt24_s": t_ntt,
+                        "log_n": vlog,
+                        "correct": ok,
+                        "fq_chains_per_s": chains,
+                    }
+                )
+                print(
+                    f"variant {name:<14} fq mul {rate / 1e9:6.2f} G/s  G1 2^{vlog} random {t_rand * 1e3:8.2f} ms  "
+                    f"bits {t_bits * 1e3:7.2f} ms  G2 2^{g2_log} {t_g2 * 1e3:8.2f} ms  NTT 2^24 {t_ntt * 1e3:6.2f} ms  "
+                    f"correct {ok}",
+                    flush=True,
+                )
                 if gmsm._Profile.totals:  # env.CUZK_MSM_PROFILE=1 in the variant: its kernels, summed over every MSM run
                     rows[-1]["kernels_ms"] = dict(gmsm._Profile.totals)
-                    print("    kernels (ms, all runs): " + " ".join(f"{k}={v:.1f}" for k, v in gmsm._Profile.totals.items()), flush=True)
-                print("    Fq G/s by chains per thread: " + " ".join(f"{k[-1]}:{v / 1e9:.2f}" for k, v in chains.items() if k.startswith("mul"))
-                      + f" (sqr 4: {chains['sqr_chains_4'] / 1e9:.2f})", flush=True)
+                    print(
+                        "    kernels (ms, all runs): " + " ".join(f"{k}={v:.1f}" for k, v in gmsm._Profile.totals.items()),
+                        flush=True,
+                    )
+                print(
+                    "    Fq G/s by chains per thread: "
+                    + " ".join(f"{k[-1]}:{v / 1e9:.2f}" for k, v in chains.items() if k.startswith("mul"))
+                    + f" (sqr 4: {chains['sqr_chains_4'] / 1e9:.2f})",
+                    flush=True,
+                )
                 if vlog == a.variant_log[-1] and ok and (best is None or t_rand + t_g2 < best[0]):
                     best = (t_rand + t_g2, defines, name, envs)  # one module serves both groups
             vb = vs = vbits = vb2 = vs2 = None
@@ -266,7 +305,10 @@ def main() -> int:
         print(f"{f} Montgomery mul: {rate / 1e9:.2f} G/s", flush=True)
     chains = chain_probe()
     rows.append({"kind": "fq chains/s", **chains})
-    print("Fq per second by independent chains per thread: " + "  ".join(f"{k} {v / 1e9:.2f} G" for k, v in chains.items()), flush=True)
+    print(
+        "Fq per second by independent chains per thread: " + "  ".join(f"{k} {v / 1e9:.2f} G" for k, v in chains.items()),
+        flush=True,
+    )
     for g in (1, 2):
         ok = check_against_cpu(g, 14)
         print(f"G{g} MSM 2^14 equals arkworks: {ok}", flush=True)
@@ -330,7 +372,12 @@ def main() -> int:
                     cupy.cuda.get_current_stream().synchronize()
                     xs.append(time.perf_counter() - t)
                     d = None
-            report(f"upload pinned={pinned} copy={copy}", log_n, xs[1:], extra=f"{host.nbytes / statistics.median(xs[1:]) / 1e9:.1f} GB/s")
+            report(
+                f"upload pinned={pinned} copy={copy}",
+                log_n,
+                xs[1:],
+                extra=f"{host.nbytes / statistics.median(xs[1:]) / 1e9:.1f} GB/s",
+            )
     for log_n in a.cpu:
         n = 1 << log_n
         from py_arkworks_bls12381 import G1Point

@@ -25,8 +25,8 @@ import cupy
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cuzk.groth16 import prover, verifier  # noqa: E402
 from cuzk.gpu import setup as gsetup  # noqa: E402
+from cuzk.groth16 import prover, verifier  # noqa: E402
 from cuzk.r1cs import synthetic  # noqa: E402
 from cuzk.timing import Timer  # noqa: E402
 
@@ -52,8 +52,7 @@ def _gpu_backend(b_g2: str):
     return be
 
 
-def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shapes: list[str],
-             witness_modes: list[str]) -> dict:
+def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shapes: list[str], witness_modes: list[str]) -> dict:
     shape, n, label = parse_case(spec)
     if shape not in cpu_b_g2_shapes:  # a dense full-scalar G2 MSM on CPU threads would take minutes
         b_g2 = [x for x in b_g2 if x != "cpu"] or ["gpu"]
@@ -66,8 +65,9 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
     tm = Timer()
     t = time.perf_counter()
     print(f"{label}: {t_synth:.1f} s; GPU setup", flush=True)
-    pk = gsetup.setup(circ.pce, style, timer=tm, quiet=True,
-                      host_copy=True if backend == "cpu" else ({"b2"} if "cpu" in b_g2 else False))
+    pk = gsetup.setup(
+        circ.pce, style, timer=tm, quiet=True, host_copy=True if backend == "cpu" else ({"b2"} if "cpu" in b_g2 else False)
+    )
     t_setup = time.perf_counter() - t
     if backend == "cpu":
         from cuzk.gpu.backend import evict_device_key
@@ -86,8 +86,11 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
     if backend == "cpu":
         configs = {"": (backend, circ.witness)}
     else:
-        configs = {f"b_g2={x}" + ("" if len(witness_modes) == 1 else f" witness={wm}"): (_gpu_backend(x), witnesses[wm])
-                   for x in b_g2 for wm in witness_modes}
+        configs = {
+            f"b_g2={x}" + ("" if len(witness_modes) == 1 else f" witness={wm}"): (_gpu_backend(x), witnesses[wm])
+            for x in b_g2
+            for wm in witness_modes
+        }
     for be, wit in configs.values():  # warm-up
         res = prover.prove(pk, wit, backend=be)
         assert verifier.verify(pk.vk, res.public, res.proof)
@@ -104,25 +107,41 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
     totals = [p["total"] / 1e3 for p in phases]
     med = {k: statistics.median(p[k] for p in phases) for k in phases[0]}
     row = {
-        "case": label, "backend": backend, "constraints": circ.pce.n_constraints, "domain_log": pk.domain_log,
-        "synth_s": t_synth, "setup_s": t_setup, "setup_phases_ms": tm.phases,
+        "case": label,
+        "backend": backend,
+        "constraints": circ.pce.n_constraints,
+        "domain_log": pk.domain_log,
+        "synth_s": t_synth,
+        "setup_s": t_setup,
+        "setup_phases_ms": tm.phases,
         "total_s": {"median": statistics.median(totals), "min": min(totals), "max": max(totals), "runs": totals},
-        "phases_ms": med, "gpu_pool_peak_gib": peak / 2**30,
+        "phases_ms": med,
+        "gpu_pool_peak_gib": peak / 2**30,
         "host_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
     }
     row["gpu_part_s"] = med.get("gpu_part", 0.0) / 1e3  # the CPU backend has no GPU part
     if len(runs) > 1:
-        row["placements"] = {k: {"total_median_s": statistics.median(p["total"] for p in v) / 1e3,
-                                 "gpu_part_median_s": statistics.median(p["gpu_part"] for p in v) / 1e3,
-                                 "msm_b_g2_median_ms": statistics.median(p["msm_b_g2"] for p in v),
-                                 "upload_median_ms": statistics.median(p["upload"] for p in v)}
-                             for k, v in runs.items()}
+        row["placements"] = {
+            k: {
+                "total_median_s": statistics.median(p["total"] for p in v) / 1e3,
+                "gpu_part_median_s": statistics.median(p["gpu_part"] for p in v) / 1e3,
+                "msm_b_g2_median_ms": statistics.median(p["msm_b_g2"] for p in v),
+                "upload_median_ms": statistics.median(p["upload"] for p in v),
+            }
+            for k, v in runs.items()
+        }
         for k, v in row["placements"].items():
-            print(f"    {k}: total {v['total_median_s']:.3f} s, GPU part {v['gpu_part_median_s']:.3f} s, "
-                  f"msm_b_g2 {v['msm_b_g2_median_ms']:.1f} ms, upload {v['upload_median_ms']:.1f} ms", flush=True)
-    print(f"{label:<14} {backend}: total {row['total_s']['median']:.3f} s ({min(totals):.3f}-{max(totals):.3f}), "
-          f"GPU part {row['gpu_part_s']:.3f} s, setup {t_setup:.1f} s, synth {t_synth:.1f} s, "
-          f"GPU pool {row['gpu_pool_peak_gib']:.1f} GiB, RSS {row['host_rss_gib']:.1f} GiB", flush=True)
+            print(
+                f"    {k}: total {v['total_median_s']:.3f} s, GPU part {v['gpu_part_median_s']:.3f} s, "
+                f"msm_b_g2 {v['msm_b_g2_median_ms']:.1f} ms, upload {v['upload_median_ms']:.1f} ms",
+                flush=True,
+            )
+    print(
+        f"{label:<14} {backend}: total {row['total_s']['median']:.3f} s ({min(totals):.3f}-{max(totals):.3f}), "
+        f"GPU part {row['gpu_part_s']:.3f} s, setup {t_setup:.1f} s, synth {t_synth:.1f} s, "
+        f"GPU pool {row['gpu_pool_peak_gib']:.1f} GiB, RSS {row['host_rss_gib']:.1f} GiB",
+        flush=True,
+    )
     print("    " + " ".join(f"{k}={v:.1f}" for k, v in med.items()), flush=True)
     del pk, circ, witnesses, configs
     pool.free_all_blocks()
@@ -131,17 +150,33 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", nargs="*", default=["dense:20", "dense:22", "dense:24", "dense:26", "porep:24", "porep:26", "porep:130M"])
+    ap.add_argument(
+        "--cases", nargs="*", default=["dense:20", "dense:22", "dense:24", "dense:26", "porep:24", "porep:26", "porep:130M"]
+    )
     ap.add_argument("--cpu-cases", nargs="*", default=["dense:16", "dense:18", "dense:20"])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", default="")
-    ap.add_argument("--witness", nargs="+", default=["pageable"], choices=["pageable", "pinned"],
-                    help="witness memory to compare on the GPU backend (interleaved): pageable numpy, or already "
-                         "page-locked as the daemon's gpus.pinned_witness leaves it")
-    ap.add_argument("--cpu-b-g2-shapes", nargs="*", default=["porep"],
-                    help="shapes on which B_G2 on CPU threads is compared (sparse 0/1 witnesses)")
-    ap.add_argument("--b-g2", nargs="+", default=["gpu", "cpu"], choices=["gpu", "cpu"],
-                    help="B_G2 placements to compare on the GPU backend (interleaved; the first is the main row)")
+    ap.add_argument(
+        "--witness",
+        nargs="+",
+        default=["pageable"],
+        choices=["pageable", "pinned"],
+        help="witness memory to compare on the GPU backend (interleaved): pageable numpy, or already "
+        "page-locked as the daemon's gpus.pinned_witness leaves it",
+    )
+    ap.add_argument(
+        "--cpu-b-g2-shapes",
+        nargs="*",
+        default=["porep"],
+        help="shapes on which B_G2 on CPU threads is compared (sparse 0/1 witnesses)",
+    )
+    ap.add_argument(
+        "--b-g2",
+        nargs="+",
+        default=["gpu", "cpu"],
+        choices=["gpu", "cpu"],
+        help="B_G2 placements to compare on the GPU backend (interleaved; the first is the main row)",
+    )
     a = ap.parse_args()
     rows, failed = [], 0
     for backend, cases, reps in (("gpu", a.cases, a.reps), ("cpu", a.cpu_cases, 1)):

@@ -9,24 +9,34 @@ after the session's device time ran out and has not run yet.
 
     CUDA_LAUNCH_BLOCKING=1 [STACK=32768] python3 bench/lazy_fq2_probe.py
 """
+
 import os
 import sys
 from pathlib import Path
-import cupy, numpy as np
-sys.path.insert(0, str(Path(__file__).resolve().parents[1])); sys.path.insert(0, str(Path(__file__).parent))
-from cuzk.gpu import msm as gmsm, runtime, setup as gsetup
+
+import cupy
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).parent))
+from gpu_prove import parse_case
+
+from cuzk.gpu import msm as gmsm
+from cuzk.gpu import runtime
+from cuzk.gpu import setup as gsetup
 from cuzk.gpu.backend import device_key, upload_fr
 from cuzk.r1cs import synthetic
-from gpu_prove import parse_case
 
 shape, n, _ = parse_case("dense:16")
 circ = synthetic.make(shape, n, seed=1)
 pk = gsetup.setup(circ.pce, "snarkjs", quiet=True)
 dk = device_key(pk)
-b2 = dk.points["b2"]; wd = upload_fr(circ.witness)
+b2 = dk.points["b2"]
+wd = upload_fr(circ.witness)
 print("b2", b2.shape, "scalars", wd.shape, flush=True)
 orig = runtime.launch
 state = {}
+
 
 def checked(module, name, grid, block, args, op, shared=0):
     if name == "g2_combine_pieces" and "fb" in state:
@@ -36,13 +46,20 @@ def checked(module, name, grid, block, args, op, shared=0):
     orig(module, name, grid, block, args, op, shared)
     if name == "g2_accumulate_even":
         cupy.cuda.runtime.deviceSynchronize()
-        bounds = cupy.asnumpy(args[2]); total = int(args[3]); ne = int(args[4]); S = int(args[5])
-        fb = cupy.asnumpy(args[7]); nth = -(-ne // S)
+        bounds = cupy.asnumpy(args[2])
+        total = int(args[3])
+        ne = int(args[4])
+        S = int(args[5])
+        fb = cupy.asnumpy(args[7])
+        nth = -(-ne // S)
         want = np.searchsorted(bounds, np.arange(nth, dtype=np.int64) * S, side="right") - 1
         bad = np.nonzero(fb[:nth] != want)[0]
-        print(f"  accumulate_even: total {total} entries {ne} S {S} threads {nth} partials {args[6].shape}; "
-              f"bounds monotone {bool(np.all(np.diff(bounds.astype(np.int64)) >= 0))} last {bounds[-1]}; "
-              f"first_bucket wrong at {bad.size} threads {bad[:8].tolist()} got {fb[bad[:8]].tolist()} want {want[bad[:8]].tolist()}", flush=True)
+        print(
+            f"  accumulate_even: total {total} entries {ne} S {S} threads {nth} partials {args[6].shape}; "
+            f"bounds monotone {bool(np.all(np.diff(bounds.astype(np.int64)) >= 0))} last {bounds[-1]}; "
+            f"first_bucket wrong at {bad.size} threads {bad[:8].tolist()} got {fb[bad[:8]].tolist()} want {want[bad[:8]].tolist()}",
+            flush=True,
+        )
         state["fb"] = fb.copy()
         if total > 1:  # the pieces each thread's first bucket got, and round 1's pairs among them
             parts = cupy.asnumpy(args[6])
@@ -53,12 +70,16 @@ def checked(module, name, grid, block, args, op, shared=0):
             inf = np.all(first[:, 24:36] == 0, axis=1)
             li = np.nonzero(right)[0] - 1
             same = np.all(first[right] == first[li], axis=1)
-            print(f"  pieces: {nth} first pieces, {int(inf.sum())} at infinity; round-1 pairs {int(right.sum())}: "
-                  f"right inf {int(inf[right].sum())}, left inf {int(inf[li].sum())}, raw-equal {int(same.sum())}", flush=True)
+            print(
+                f"  pieces: {nth} first pieces, {int(inf.sum())} at infinity; round-1 pairs {int(right.sum())}: "
+                f"right inf {int(inf[right].sum())}, left inf {int(inf[li].sum())}, raw-equal {int(same.sum())}",
+                flush=True,
+            )
             if "first" in state:
                 diff = np.nonzero(np.any(first != state["first"], axis=1))[0]
                 print(f"  pieces differing from the previous build: {diff.size} {diff[:8].tolist()}", flush=True)
             state["first_keep"] = first
+
 
 gmsm.launch = checked
 if os.environ.get("STACK"):

@@ -41,8 +41,14 @@ def main() -> int:
         formats.write_proof_json(out / f"{name}.proof.json", res.proof)
         formats.write_public_json(out / f"{name}.public.json", res.public)
         (out / f"{name}.proof.bin").write_bytes(res.proof.to_bytes())
-        meta = {"fixture": name, "backend": res.backend, "device": device, "kernels": kernels,
-                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "prove_ms": round(res.timings["total"], 1)}
+        meta = {
+            "fixture": name,
+            "backend": res.backend,
+            "device": device,
+            "kernels": kernels,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "prove_ms": round(res.timings["total"], 1),
+        }
         (out / f"{name}.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
         print(f"{name}: proved on {res.backend} in {res.timings['total']:.1f} ms")
     return 0

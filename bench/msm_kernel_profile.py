@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import gpu_kernels  # noqa: E402
+import gpu_kernels
 
-from cuzk.gpu import msm as gmsm  # noqa: E402
+from cuzk.gpu import msm as gmsm
 
 
 def main() -> None:

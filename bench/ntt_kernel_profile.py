@@ -13,10 +13,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import cupy  # noqa: E402
-import gpu_kernels  # noqa: E402
+import cupy
+import gpu_kernels
 
-from cuzk.gpu import ntt as gntt  # noqa: E402
+from cuzk.gpu import ntt as gntt
 
 
 def main() -> None:

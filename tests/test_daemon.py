@@ -55,8 +55,7 @@ def dev(tmp_path_factory):
 def daemon(**overrides):
     """An in-process daemon on a fresh unix socket and state folder; yields (daemon, client)."""
     tmp = tempfile.mkdtemp(prefix="czt", dir="/tmp")
-    over = {"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock", "gpus.backend": "cpu",
-            "daemon.drain_timeout": 30}
+    over = {"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock", "gpus.backend": "cpu", "daemon.drain_timeout": 30}
     over.update(overrides)
     d = Daemon(load_config(overrides=over)).start()
     c = Client(d.address)
@@ -116,8 +115,13 @@ def shared(dev):
         c.register("h10", dev["h10"].r1cs, zkey=dev["h10"].key)
         c.register("c10", dev["c10"].r1cs, params=dev["c10"].key)
         c.register("bigq", dev["big"].r1cs, zkey=dev["big"].key, max_queue=1)
-        c.register("example", str(EX / "circuit.r1cs"), zkey=str(EX / "circuit.zkey"), wasm=str(EX / "circuit.wasm"),
-                   sym=str(EX / "circuit.sym"))
+        c.register(
+            "example",
+            str(EX / "circuit.r1cs"),
+            zkey=str(EX / "circuit.zkey"),
+            wasm=str(EX / "circuit.wasm"),
+            sym=str(EX / "circuit.sym"),
+        )
         yield d, c
 
 
@@ -157,9 +161,19 @@ def test_inputs_json_wasm_and_snarkjs_verifies(shared, tmp_path):
     (tmp_path / "proof.json").write_text(json.dumps(res.proof_json[0]))
     (tmp_path / "public.json").write_text(json.dumps([str(x) for x in res.public[0]]))
     assert SNARKJS.exists(), "snarkjs is missing: run `npm ci` (the test command does)"
-    out = subprocess.run([str(SNARKJS), "groth16", "verify", str(EX / "verification_key.json"),
-                          str(tmp_path / "public.json"), str(tmp_path / "proof.json")],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            str(SNARKJS),
+            "groth16",
+            "verify",
+            str(EX / "verification_key.json"),
+            str(tmp_path / "public.json"),
+            str(tmp_path / "proof.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0 and "OK!" in out.stdout, out.stdout + out.stderr
 
 
@@ -235,7 +249,7 @@ def test_idempotent_resubmission(shared, dev):
 
 def test_status_http_socket_mode_and_timeout(shared, dev):
     d, c = shared
-    sock = d.address[len("unix://"):]
+    sock = d.address[len("unix://") :]
     assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
     st = c.status()
     pbs = st["_pb"]
@@ -249,8 +263,14 @@ def test_status_http_socket_mode_and_timeout(shared, dev):
     assert circuits["h10"]["n_wires"] == 1013 and circuits["c10"]["params"] and circuits["example"]["wasm"]
     base = f"http://{d.http.address}"
     text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
-    for name in ("cuzk_proofs_completed_total", "cuzk_phase_seconds_bucket", "cuzk_queue_depth",
-                 "cuzk_worker_busy_ratio", "cuzk_stage_in_flight", "cuzk_srs_bytes"):
+    for name in (
+        "cuzk_proofs_completed_total",
+        "cuzk_phase_seconds_bucket",
+        "cuzk_queue_depth",
+        "cuzk_worker_busy_ratio",
+        "cuzk_stage_in_flight",
+        "cuzk_srs_bytes",
+    ):
         assert name in text
     js = json.loads(urllib.request.urlopen(base + "/status", timeout=10).read())
     assert js["backend"] == "cpu" and "srs" in js and "queues" in js
@@ -455,8 +475,10 @@ def test_cancel_queued_and_in_flight(dev, monkeypatch):
         assert r["was_running"] and r["cancelled"] and r["status"] == "CANCELLED"
         assert c.await_proof(running.job_id).status == "CANCELLED"
         # in-flight work stops at the next boundary: the pipeline empties, memory is returned
-        wait_for(lambda: all(v["in_flight"] == 0 for v in c.status()["stages"].values())
-                 and c.status()["memory"]["working_used"] == 0, what="pipeline drained")
+        wait_for(
+            lambda: all(v["in_flight"] == 0 for v in c.status()["stages"].values()) and c.status()["memory"]["working_used"] == 0,
+            what="pipeline drained",
+        )
         m = c.metrics()
         assert metric(m, "cuzk_partitions_proved_total", circuit="big3") == 0  # stopped at the finalizer
         assert metric(m, "cuzk_proofs_cancelled_total") == 2
@@ -473,8 +495,10 @@ def test_cancel_queued_and_in_flight(dev, monkeypatch):
 
 def test_srs_eviction_two_circuits_alternating(dev):
     h10, c10 = dev["h10"], dev["c10"]
-    hot = {"h10": srsmod.cpu_hot_bytes(read_zkey(h10.key)),
-           "c10": srsmod.cpu_hot_bytes(read_params(c10.key, read_r1cs(c10.r1cs).pce))}
+    hot = {
+        "h10": srsmod.cpu_hot_bytes(read_zkey(h10.key)),
+        "c10": srsmod.cpu_hot_bytes(read_params(c10.key, read_r1cs(c10.r1cs).pce)),
+    }
     budget = int(max(hot.values()) * 1.2)  # room for one circuit's HOT form
     with daemon(**SERIAL, **{"srs.hot_budget": budget}) as (d, c):
         c.register("h10", h10.r1cs, zkey=h10.key)
@@ -519,7 +543,7 @@ def test_tcp_listen_config_circuits_and_preload(dev, tmp_path):
     cfg = tmp_path / "cuzk.toml"
     cfg.write_text(f"""
 [daemon]
-state_dir = "{tmp_path / 'state'}"
+state_dir = "{tmp_path / "state"}"
 listen = "127.0.0.1:0"
 [gpus]
 backend = "cpu"
@@ -597,8 +621,16 @@ def test_a_start_up_error_leaves_nothing_running(tmp_path):
         for http, match in ((f"127.0.0.1:{busy.getsockname()[1]}", "cannot listen"), ("8.8.8.8:0", "loopback")):
             tmp = tempfile.mkdtemp(prefix="czt", dir="/tmp")
             try:
-                d = Daemon(load_config(overrides={"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock",
-                                                  "gpus.backend": "cpu", "daemon.http_listen": http}))
+                d = Daemon(
+                    load_config(
+                        overrides={
+                            "daemon.state_dir": tmp,
+                            "daemon.listen": f"unix://{tmp}/d.sock",
+                            "gpus.backend": "cpu",
+                            "daemon.http_listen": http,
+                        }
+                    )
+                )
                 with pytest.raises(CuzkError, match=f"daemon.http_listen.*{match}"):
                     d.start()
                 assert not d.engine._started and d.engine.stopped.is_set()  # found before the engine started

@@ -62,9 +62,12 @@ zkey = "{h10.key}"
 class Proc:
     def __init__(self, cfg: Path, state: Path):
         self.addr = f"unix://{state}/d.sock"
-        self.p = subprocess.Popen([sys.executable, "-m", "cuzk", "daemon", "--config", str(cfg)],
-                                  stdout=subprocess.DEVNULL, stderr=open(state / "stderr.txt", "ab"),
-                                  start_new_session=True)
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "cuzk", "daemon", "--config", str(cfg)],
+            stdout=subprocess.DEVNULL,
+            stderr=open(state / "stderr.txt", "ab"),
+            start_new_session=True,
+        )
         self.c = Client(self.addr)
         t = time.monotonic() + 120
         while True:
@@ -119,8 +122,9 @@ def test_kill9_mid_queue_then_restart_completes_each_job_once(dev, state):
     d.c.register("big", dev["big"].r1cs, zkey=dev["big"].key)  # registered by RPC: journaled too
     ws = [dev["big"].witness(s) for s in range(6)]
     jobs = [(f"k9-{i}", "big", d.c.submit("big", witness=w, request_id=f"k9-{i}").job_id) for i, w in enumerate(ws)]
-    jobs += [(f"k9-h{i}", "h10", d.c.submit("h10", witness=dev["h10"].witness(i), request_id=f"k9-h{i}").job_id)
-             for i in range(2)]
+    jobs += [
+        (f"k9-h{i}", "h10", d.c.submit("h10", witness=dev["h10"].witness(i), request_id=f"k9-h{i}").job_id) for i in range(2)
+    ]
     first = d.c.await_proof(jobs[0][2])
     check(dev["big"], first)
     d.kill9()

@@ -31,10 +31,14 @@ EXAMPLE = ROOT / "cuzk" / "engine" / "cuzk.example.toml"
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory):
     d = tmp_path_factory.mktemp("units")
-    return {"snarkjs": make_dev_circuit(d / "s", "hash", 8), "bellperson": make_dev_circuit(d / "b", "chain", 8, style="bellperson")}
+    return {
+        "snarkjs": make_dev_circuit(d / "s", "hash", 8),
+        "bellperson": make_dev_circuit(d / "b", "chain", 8, style="bellperson"),
+    }
 
 
 # -- config ---------------------------------------------------------------------------------------
+
 
 def test_example_config_documents_every_key():
     text = EXAMPLE.read_text()
@@ -66,7 +70,7 @@ def test_config_values_and_errors(tmp_path):
     assert cfgmod.parse_size("auto", "x") is None
     assert cfgmod.parse_duration("250ms", "x") == 0.25
     assert cfgmod.parse_duration("24h", "x") == 86400
-    c = load_config(text='[daemon]\nfoo = 1\n[bogus]\n[scheduler]\nmax_batch_size = 4\n')
+    c = load_config(text="[daemon]\nfoo = 1\n[bogus]\n[scheduler]\nmax_batch_size = 4\n")
     assert c.scheduler.max_batch_size == 4
     assert any("daemon.foo" in w for w in c.warnings) and any("[bogus]" in w for w in c.warnings)
     with pytest.raises(ConfigError, match="memory.working_memory_budget"):
@@ -83,6 +87,7 @@ def test_config_values_and_errors(tmp_path):
 
 # -- generated code -------------------------------------------------------------------------------
 
+
 def test_protogen_generates_and_detects_stale(tmp_path):
     from cuzk.server import protogen
 
@@ -98,12 +103,22 @@ def test_protogen_generates_and_detects_stale(tmp_path):
     assert not protogen._fresh(out, data + b"\n// changed\n")
     pb, _ = protogen.load()
     assert {m.name for m in pb.DESCRIPTOR.services_by_name["ProvingEngine"].methods} == {
-        "SubmitProof", "AwaitProof", "Prove", "CancelProof", "GetStatus", "GetMetrics", "PreloadSRS", "EvictSRS",
-        "RegisterCircuit", "ListCircuits"}
+        "SubmitProof",
+        "AwaitProof",
+        "Prove",
+        "CancelProof",
+        "GetStatus",
+        "GetMetrics",
+        "PreloadSRS",
+        "EvictSRS",
+        "RegisterCircuit",
+        "ListCircuits",
+    }
     assert pb.DESCRIPTOR.package == "cuzk.v1"
 
 
 # -- journal --------------------------------------------------------------------------------------
+
 
 def test_journal_finishes_once_and_purges(tmp_path):
     j = Journal(tmp_path / "j.sqlite")
@@ -123,6 +138,7 @@ def test_journal_finishes_once_and_purges(tmp_path):
 
 
 # -- SRS tiers ------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("style", ["snarkjs", "bellperson"])
 def test_warm_file_round_trip_proves(dev, tmp_path, style):
@@ -173,6 +189,7 @@ def test_srs_manager_tiers_budget_refcounts(dev, tmp_path):
 
 # -- scheduler ------------------------------------------------------------------------------------
 
+
 class _J:
     def __init__(self, prio, cid="c", parts=1):
         self.priority = prio
@@ -213,8 +230,7 @@ def test_scheduler_priority_fifo_and_budget():
 
 # -- engine pipeline (in-process Engine, CPU backend, the 2^8 dev circuit) -----------------------------
 
-SERIAL = {"gpus.backend": "cpu", "synthesis.partition_workers": 1, "gpus.cpu_workers": 1,
-          "pipeline.prover_queue_depth": 1}
+SERIAL = {"gpus.backend": "cpu", "synthesis.partition_workers": 1, "gpus.cpu_workers": 1, "pipeline.prover_queue_depth": 1}
 
 
 def _wait(cond, timeout=30.0, what="condition"):
@@ -342,8 +358,7 @@ def test_partitions_of_one_job_spread_across_devices(dev, engines, two_cpu_devic
 
 
 def test_finalizer_slots_are_per_device(tmp_path, two_cpu_devices):
-    e = Engine(load_config(overrides={"daemon.state_dir": str(tmp_path), "gpus.backend": "cpu",
-                                      "pipeline.finalizer_threads": 3}))
+    e = Engine(load_config(overrides={"daemon.state_dir": str(tmp_path), "gpus.backend": "cpu", "pipeline.finalizer_threads": 3}))
     try:
         a, b = e.devices
         assert e.finalizers._max_workers == 6

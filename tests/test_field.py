@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cuzk.curve import fq
 from cuzk.field import fr
-from cuzk.field.constants import BELLPERSON_GENERATOR, FR_TWO_ADICITY, Q, R, SNARKJS_ROOT_GENERATOR, limbs, root_of_unity
+from cuzk.field.constants import BELLPERSON_GENERATOR, FR_TWO_ADICITY, SNARKJS_ROOT_GENERATOR, Q, R, limbs, root_of_unity
 from cuzk.field.ntt import Domain, domain
 
 MONT = pow(2, 256, R)
@@ -20,11 +20,30 @@ MONT_Q = pow(2, 384, Q)
 # canonical values that stress carries, borrows and the final reduction
 EDGE = sorted(
     {
-        0, 1, 2, 3, R - 1, R - 2, R - 3, (R - 1) // 2, (R + 1) // 2,
-        2**64 - 1, 2**64, 2**128 - 1, 2**192 - 1, 2**192, 2**254, 2**254 - 1, 2**254 + 1,
-        R - 2**64, R - 2**128, R - 2**192, R - 2**253,
+        0,
+        1,
+        2,
+        3,
+        R - 1,
+        R - 2,
+        R - 3,
+        (R - 1) // 2,
+        (R + 1) // 2,
+        2**64 - 1,
+        2**64,
+        2**128 - 1,
+        2**192 - 1,
+        2**192,
+        2**254,
+        2**254 - 1,
+        2**254 + 1,
+        R - 2**64,
+        R - 2**128,
+        R - 2**192,
+        R - 2**253,
         pow(2, -256, R),  # Montgomery form 1
-        MONT, R - MONT,
+        MONT,
+        R - MONT,
     }
 )
 assert all(0 <= e < R for e in EDGE)

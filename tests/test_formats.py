@@ -57,7 +57,9 @@ def patch(data: bytes, offset: int, new: bytes) -> bytes:
 def rebuild(path, data: bytes, kind: str, version: int = 1, drop=(), replace=None) -> None:
     """Rewrite a container (through binfile.write_binfile) without ``drop`` / with replaced payloads."""
     replace = replace or {}
-    secs = [(sid, replace.get(sid, data[off : off + size])) for sid, off, size in sections(data, kind, version) if sid not in drop]
+    secs = [
+        (sid, replace.get(sid, data[off : off + size])) for sid, off, size in sections(data, kind, version) if sid not in drop
+    ]
     write_binfile(path, kind, version, secs)
 
 
@@ -173,7 +175,12 @@ def test_r1cs_header_vs_json(fixtures, example_r1cs):
     r = example_r1cs
     assert rj["n8"] == 32 and int(rj["prime"]) == R
     assert (r.n_wires, r.n_pub_out, r.n_pub_in, r.n_prv_in, r.n_labels, r.n_constraints) == (
-        rj["nVars"], rj["nOutputs"], rj["nPubInputs"], rj["nPrvInputs"], rj["nLabels"], rj["nConstraints"],
+        rj["nVars"],
+        rj["nOutputs"],
+        rj["nPubInputs"],
+        rj["nPrvInputs"],
+        rj["nLabels"],
+        rj["nConstraints"],
     )
     assert (r.n_wires, r.n_constraints, r.n_public) == (155, 149, 5)  # README table
     assert r.pce.n_wires == r.n_wires and r.pce.n_public == 5 and r.pce.n_constraints == 149
@@ -219,7 +226,9 @@ def test_zkey_header_vs_json(example_pk, zkey_json):
     assert F.g1_to_json(vk.alpha1) == zj["vk_alpha_1"] and F.g2_to_json(vk.beta2) == zj["vk_beta_2"]
 
 
-@pytest.mark.parametrize("name,json_key,group", [("a", "A", 1), ("b1", "B1", 1), ("b2", "B2", 2), ("l", "C", 1), ("h", "hExps", 1)])
+@pytest.mark.parametrize(
+    "name,json_key,group", [("a", "A", 1), ("b1", "B1", 1), ("b2", "B2", 2), ("l", "C", 1), ("h", "hExps", 1)]
+)
 def test_zkey_points_vs_json(example_pk, zkey_json, name, json_key, group):
     pk, zj = example_pk, zkey_json
     entries = zj[json_key]
@@ -229,7 +238,9 @@ def test_zkey_points_vs_json(example_pk, zkey_json, name, json_key, group):
         entries = entries[pk.n_public + 1 :]
     pts_ = pk.g1(name) if group == 1 else pk.g2(name)
     assert len(pts_) == len(entries) == pk.count(name)
-    to_ints, from_json, to_json = (pts.g1_to_ints, g1_json, F.g1_to_json) if group == 1 else (pts.g2_to_ints, g2_json, F.g2_to_json)
+    to_ints, from_json, to_json = (
+        (pts.g1_to_ints, g1_json, F.g1_to_json) if group == 1 else (pts.g2_to_ints, g2_json, F.g2_to_json)
+    )
     assert [to_ints(p) for p in pts_] == [from_json(e) for e in entries]
     # our JSON writer produces snarkjs' exact encoding, infinity included
     assert [to_json(p) for p in pts_] == entries
@@ -357,7 +368,13 @@ def test_r1cs_round_trip_fixture(example_r1cs, tmp_path):
     r = example_r1cs
     write_r1cs(tmp_path / "c.r1cs", r.pce, r.n_pub_out, r.n_pub_in, r.n_prv_in)
     r2 = read_r1cs(tmp_path / "c.r1cs")
-    assert (r2.n_wires, r2.n_pub_out, r2.n_pub_in, r2.n_prv_in, r2.n_constraints) == (r.n_wires, r.n_pub_out, r.n_pub_in, r.n_prv_in, r.n_constraints)
+    assert (r2.n_wires, r2.n_pub_out, r2.n_pub_in, r2.n_prv_in, r2.n_constraints) == (
+        r.n_wires,
+        r.n_pub_out,
+        r.n_pub_in,
+        r.n_prv_in,
+        r.n_constraints,
+    )
     for m1, m2 in ((r.pce.A, r2.pce.A), (r.pce.B, r2.pce.B), (r.pce.C, r2.pce.C)):
         assert csr_equal(m1, m2)
     assert r2.pce.n_public == r.pce.n_public
@@ -711,7 +728,13 @@ def test_zkey_bn128_header(zkey_bytes, tmp_path):
     off, size = section_at(zkey_bytes, "zkey", 2)
     hdr = zkey_bytes[off : off + size]
     # a bn128 key: 32-byte q and r, then the rest of the header
-    bn = struct.pack("<I", 32) + BN254_Q.to_bytes(32, "little") + struct.pack("<I", 32) + BN254_R.to_bytes(32, "little") + hdr[4 + 48 + 4 + 32 :]
+    bn = (
+        struct.pack("<I", 32)
+        + BN254_Q.to_bytes(32, "little")
+        + struct.pack("<I", 32)
+        + BN254_R.to_bytes(32, "little")
+        + hdr[4 + 48 + 4 + 32 :]
+    )
     path = tmp_path / "bn.zkey"
     rebuild(path, zkey_bytes, "zkey", replace={2: bn})
     with raises_naming(FormatError, path, "section 2", "n8q = 32", "bn128"):
@@ -738,7 +761,9 @@ def test_zkey_bad_domain_size(zkey_bytes, tmp, domain):
         read_zkey(path)
 
 
-@pytest.mark.parametrize("sid,name,delta", [(5, "A", -96), (6, "B1", 96), (7, "B2", -192), (8, "C", -96), (9, "H", 96), (3, "IC", -96)])
+@pytest.mark.parametrize(
+    "sid,name,delta", [(5, "A", -96), (6, "B1", 96), (7, "B2", -192), (8, "C", -96), (9, "H", 96), (3, "IC", -96)]
+)
 def test_zkey_point_section_wrong_size(zkey_bytes, tmp_path, sid, name, delta):
     off, size = section_at(zkey_bytes, "zkey", sid)
     payload = zkey_bytes[off : off + size]
@@ -1068,7 +1093,10 @@ def vk_obj(ex):
     return json.loads((ex / "verification_key.json").read_text())
 
 
-@pytest.mark.parametrize("field,value,fragment", [("curve", "bn128", "curve 'bn128', expected 'bls12381'"), ("protocol", "plonk", "protocol 'plonk', expected 'groth16'")])
+@pytest.mark.parametrize(
+    "field,value,fragment",
+    [("curve", "bn128", "curve 'bn128', expected 'bls12381'"), ("protocol", "plonk", "protocol 'plonk', expected 'groth16'")],
+)
 def test_vk_json_wrong_curve_protocol(vk_obj, tmp, field, value, fragment):
     path = _write_json(tmp, "vk.json", {**vk_obj, field: value})
     with raises_naming(F.JsonFormatError, path, fragment):

@@ -36,7 +36,7 @@ def poison(monkeypatch):
     monkeypatch.setenv("CUZK_GPU_POISON", "1")
 
 
-def rand_fr(n: int) -> "np.ndarray":
+def rand_fr(n: int) -> np.ndarray:
     return fr.random(n)
 
 
@@ -47,8 +47,13 @@ def rand_fr(n: int) -> "np.ndarray":
 NTT_PLANS = ["auto", "greedy", "balanced"]  # CUZK_NTT_PLAN
 
 # every size up to 2^20 in every form; 2^23 (four passes, where the plans differ most) in radix 4
-NTT_CASES = [(log_n, gen, radix, plan) for log_n in (1, 2, 3, 5, 8, 10, 11, 12, 13, 15, 16, 17, 18, 20)
-             for gen in (5, 7) for radix in ("2", "4") for plan in NTT_PLANS]
+NTT_CASES = [
+    (log_n, gen, radix, plan)
+    for log_n in (1, 2, 3, 5, 8, 10, 11, 12, 13, 15, 16, 17, 18, 20)
+    for gen in (5, 7)
+    for radix in ("2", "4")
+    for plan in NTT_PLANS
+]
 NTT_CASES += [(23, 5, "4", plan) for plan in ("greedy", "balanced")]
 
 
@@ -201,7 +206,7 @@ def _cpu_msm(group, host, s):
     return cmsm.msm_submit(g, host, s).result()
 
 
-def _scalars(kind: str, n: int) -> "np.ndarray":
+def _scalars(kind: str, n: int) -> np.ndarray:
     if kind == "random":
         return rand_fr(n)
     if kind == "zero":
@@ -275,11 +280,22 @@ def _affine_test_env(mode: str, monkeypatch) -> None:
             monkeypatch.setenv("CUZK_MSM_AFFINE_GROUP_BYTES", "1")
 
 
-@pytest.mark.parametrize("mode", ["even", "even-unfused", "even-S5", "even-S64", "items", "affine", "affine-K1",
-                                  "affine-K5-groups", "affine-R1"])
-@pytest.mark.parametrize("group,n,window,kind", [
-    (1, 1, None, "random"), (1, 3000, 4, "random"), (1, 3000, 9, "bits"), (1, 70001, None, "random"),
-    (1, (1 << 18) + 5, None, "small"), (1, 70001, 21, "random"), (2, 2000, 5, "random"), (2, 4099, None, "bits")])
+@pytest.mark.parametrize(
+    "mode", ["even", "even-unfused", "even-S5", "even-S64", "items", "affine", "affine-K1", "affine-K5-groups", "affine-R1"]
+)
+@pytest.mark.parametrize(
+    "group,n,window,kind",
+    [
+        (1, 1, None, "random"),
+        (1, 3000, 4, "random"),
+        (1, 3000, 9, "bits"),
+        (1, 70001, None, "random"),
+        (1, (1 << 18) + 5, None, "small"),
+        (1, 70001, 21, "random"),
+        (2, 2000, 5, "random"),
+        (2, 4099, None, "bits"),
+    ],
+)
 def test_msm_accumulation_modes_match_cpu(mode, group, n, window, kind, monkeypatch):
     """Both bucket accumulations (even: with the bucket sums fused into the reduction or not); small
     windows make every bucket span many threads of the even mode."""
@@ -294,8 +310,18 @@ def test_msm_accumulation_modes_match_cpu(mode, group, n, window, kind, monkeypa
 
 
 @pytest.mark.parametrize("mode", ["compact", "compact-S64", "masked", "compact-affine", "compact-affine-K3"])
-@pytest.mark.parametrize("group,n,kind", [(1, 1, "one"), (1, 5000, "one"), (1, 70001, "bits"), (1, 300, "zero"),
-                                          (1, (1 << 18) + 3, "bits"), (2, 4099, "bits"), (2, 17, "one")])
+@pytest.mark.parametrize(
+    "group,n,kind",
+    [
+        (1, 1, "one"),
+        (1, 5000, "one"),
+        (1, 70001, "bits"),
+        (1, 300, "zero"),
+        (1, (1 << 18) + 3, "bits"),
+        (2, 4099, "bits"),
+        (2, 17, "one"),
+    ],
+)
 def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
     """Both sums of the bases whose scalar is one (compacted indices or a masked grid-stride loop)."""
     monkeypatch.setenv("CUZK_MSM_ONES", mode.split("-")[0])
@@ -303,7 +329,7 @@ def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
         monkeypatch.setenv("CUZK_MSM_EVEN_S", "64")
     if "affine" in mode:
         monkeypatch.setenv("CUZK_MSM_ACC", "affine")
-        _affine_test_env(mode[mode.index("affine"):], monkeypatch)
+        _affine_test_env(mode[mode.index("affine") :], monkeypatch)
     bases, host = _device_bases(group, n, infinity_every=9 if n > 10 else 0)
     s = _scalars(kind, n)
     st = gmsm.MsmStats(n, 0, 0)

@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
+from test_interop import FIX, snarkjs_verifies
 
 from cuzk.field.constants import R
 from cuzk.groth16 import formats, verifier
-
-from test_interop import FIX, snarkjs_verifies
 
 VEC = Path(__file__).resolve().parent / "vectors" / "gpu"
 FIXTURES = sorted(d.name for d in FIX.iterdir() if (d / "circuit.zkey").exists())

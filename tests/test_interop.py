@@ -73,7 +73,9 @@ def test_fresh_snarkjs_proof_verifies_with_ours(example, tmp_path):
     d = example["dir"]
     out = snarkjs("groth16", "prove", d / "circuit.zkey", d / "witness.wtns", tmp_path / "p.json", tmp_path / "pub.json")
     assert out.returncode == 0, out.stderr
-    assert verifier.verify(example["vk"], formats.read_public_json(tmp_path / "pub.json"), formats.read_proof_json(tmp_path / "p.json"))
+    assert verifier.verify(
+        example["vk"], formats.read_public_json(tmp_path / "pub.json"), formats.read_proof_json(tmp_path / "p.json")
+    )
 
 
 def test_proofs_are_randomised(example):

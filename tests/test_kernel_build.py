@@ -35,12 +35,15 @@ def test_module_compiles_for_sm90(module):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module,defines", [
-    ("probe", (("CUZK_SQR_SOS", "0"),)),
-    ("setup", (("CUZK_SQR_SOS", "0"), ("CUZK_FQ2_LAZY", "1"))),
-    ("msm", (("CUZK_FQ_CALL", "0"), ("CUZK_MSM_CHECK_INDEX", "1"))),
-    ("probe", (("CUZK_FQ_CALL", "2"),)),  # Fq2 through the out-of-line Fq multiply
-])
+@pytest.mark.parametrize(
+    "module,defines",
+    [
+        ("probe", (("CUZK_SQR_SOS", "0"),)),
+        ("setup", (("CUZK_SQR_SOS", "0"), ("CUZK_FQ2_LAZY", "1"))),
+        ("msm", (("CUZK_FQ_CALL", "0"), ("CUZK_MSM_CHECK_INDEX", "1"))),
+        ("probe", (("CUZK_FQ_CALL", "2"),)),  # Fq2 through the out-of-line Fq multiply
+    ],
+)
 def test_arithmetic_variants_compile(module, defines):
     path = build.compile_to_cache(module, TARGET, defines)
     _assert_cubin(path)

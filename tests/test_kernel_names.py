@@ -34,7 +34,9 @@ def _defined(module: str, name: str) -> bool:
     src = _source(module)
     if re.search(r"__global__\s+(?:\w+\s+)*" + re.escape(name) + r"\s*\(", src):
         return True
-    if re.search(r"^[A-Z][A-Z0-9_]*\(\s*" + re.escape(name) + r"\s*,", src, re.M):  # a kernel-making macro: ELEMENTWISE(fr_mul, ...)
+    if re.search(
+        r"^[A-Z][A-Z0-9_]*\(\s*" + re.escape(name) + r"\s*,", src, re.M
+    ):  # a kernel-making macro: ELEMENTWISE(fr_mul, ...)
         return True
     m = re.fullmatch(r"g[12]_(\w+)", name)  # from MSM_ENTRY_POINTS-style macros: G##_suffix(
     return bool(m) and re.search(r"G##_" + re.escape(m.group(1)) + r"\s*\(", src) is not None
@@ -47,7 +49,7 @@ def _launch_sites():
             if not is_f:
                 yield path, module, [name]
             elif name.startswith("g{group}_"):
-                yield path, module, [f"g{g}_{name[len('g{group}_'):]}" for g in (1, 2)]
+                yield path, module, [f"g{g}_{name[len('g{group}_') :]}" for g in (1, 2)]
             # other f-strings (probe names from a loop variable) are covered by the probe tests
         for name in PER_GROUP.findall(text):
             yield path, "msm", [f"g1_{name}", f"g2_{name}"]

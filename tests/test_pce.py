@@ -280,7 +280,9 @@ def csr_constraints(pce: PCE):
     return out
 
 
-@pytest.mark.parametrize("make", [lambda: synthetic.chain(20, seed=12345), lambda: synthetic.hash_like(36, seed=99)], ids=["chain", "hash"])
+@pytest.mark.parametrize(
+    "make", [lambda: synthetic.chain(20, seed=12345), lambda: synthetic.hash_like(36, seed=99)], ids=["chain", "hash"]
+)
 def test_synthetic_unsatisfied(make):
     circ = make()
     pce = circ.pce

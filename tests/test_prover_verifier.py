@@ -181,8 +181,22 @@ def test_timing_lines_on_stderr(tmp_path):
 
     ex = FIX / "example"
     env = {**__import__("os").environ, "CUZK_TIMING": "1"}
-    out = subprocess.run([sys.executable, "-m", "cuzk", "prove", "-q", ex / "circuit.zkey", ex / "witness.wtns",
-                          tmp_path / "p.json", tmp_path / "q.json"], capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cuzk",
+            "prove",
+            "-q",
+            ex / "circuit.zkey",
+            ex / "witness.wtns",
+            tmp_path / "p.json",
+            tmp_path / "q.json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stderr.splitlines() if ln.startswith("CUZK_TIMING ")]
     phases = {ln.split()[1].split("=")[1] for ln in lines}

@@ -146,11 +146,15 @@ def _unflatten_value(inp: dict, name: str):
 CASES = {
     "small": _nested(),
     "negative_and_hex": _nested(
-        x="-5", arr=(("0x10", "0xffffffffffffffffffff", -3), (4, "-0x2a", 6)), p=("0x" + "ab" * 20, "-1"),
+        x="-5",
+        arr=(("0x10", "0xffffffffffffffffffff", -3), (4, "-0x2a", 6)),
+        p=("0x" + "ab" * 20, "-1"),
         q=((-7, "12345678901234567890123456789"), (8, 9)),
     ),
     "big_and_reduced": _nested(
-        x=str(R - 1), arr=((R + 5, str(2 * R + 1), 2**255 - 19), (0, 1, R - 2)), p=(str(R), 2**128),
+        x=str(R - 1),
+        arr=((R + 5, str(2 * R + 1), 2**255 - 19), (0, 1, R - 2)),
+        p=(str(R), 2**128),
         s=((R - 1, R - 2), (2**64 + 1, 2**200), ("0", "7")),
     ),
     "zeros": _nested(x=0, arr=((0, 0, 0), (0, 0, 0)), p=(0, 0), q=((0, 0), (0, 0)), s=((0, 0), (0, 0), (0, 0))),
@@ -167,7 +171,10 @@ def reference(wasm, tmp_path_factory):
         ij.write_text(json.dumps(_flat_for_snarkjs(inp)))
         proc = subprocess.run(
             [_tool(SNARKJS), "wtns", "calculate", str(wasm), str(ij), str(wt)],
-            cwd=REPO, capture_output=True, text=True, timeout=300,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         if proc.returncode != 0 or not wt.exists():
             pytest.fail(f"snarkjs wtns calculate failed for {name}:\n{proc.stdout}\n{proc.stderr}")
@@ -272,8 +279,11 @@ def test_input_wires_hold_the_inputs(calc, sym):
 def test_random_inputs_fast_equals_per_wire(calc, slow_calc, vals):
     it = iter(vals)
     inp = _nested(
-        x=next(it), arr=((next(it), next(it), next(it)), (next(it), next(it), next(it))), p=(next(it), next(it)),
-        q=((next(it), next(it)), (next(it), next(it))), s=((next(it), next(it)), (next(it), next(it)), (next(it), next(it))),
+        x=next(it),
+        arr=((next(it), next(it), next(it)), (next(it), next(it), next(it))),
+        p=(next(it), next(it)),
+        q=((next(it), next(it)), (next(it), next(it))),
+        s=((next(it), next(it)), (next(it), next(it)), (next(it), next(it))),
     )
     a = calc.calculate_canonical(inp)
     assert np.array_equal(a, slow_calc.calculate_canonical(inp))

@@ -42,8 +42,10 @@ def cmd_single(a) -> int:
         print(f"error:   {res.error}")
         return EXIT_INVALID
     tm = res.timings
-    print(f"timings: total={tm['total_ms']:.1f} ms (queue={tm['queue_wait_ms']:.1f}, srs={tm['srs_load_ms']:.1f}, "
-          f"synth={tm['synthesis_ms']:.1f}, gpu={tm['gpu_compute_ms']:.1f}, finalize={tm['finalize_ms']:.1f}); backend {res.backend}")
+    print(
+        f"timings: total={tm['total_ms']:.1f} ms (queue={tm['queue_wait_ms']:.1f}, srs={tm['srs_load_ms']:.1f}, "
+        f"synth={tm['synthesis_ms']:.1f}, gpu={tm['gpu_compute_ms']:.1f}, finalize={tm['finalize_ms']:.1f}); backend {res.backend}"
+    )
     print(f"wall:    {wall * 1e3:.1f} ms (client side)")
     if a.verbose:
         _print_timings(res.phases)
@@ -79,8 +81,11 @@ def cmd_batch(a) -> int:
                 proves.append(res.timings["gpu_compute_ms"] / 1e3)
             else:
                 failed.append(f"{res.job_id}: {res.status} {res.error}")
-            print(f"[{done[0]}/{a.count}] {res.status} - {wall:.3f} s (prove={res.timings['gpu_compute_ms']:.0f} ms, "
-                  f"queue={res.timings['queue_wait_ms']:.0f} ms)", flush=True)
+            print(
+                f"[{done[0]}/{a.count}] {res.status} - {wall:.3f} s (prove={res.timings['gpu_compute_ms']:.0f} ms, "
+                f"queue={res.timings['queue_wait_ms']:.0f} ms)",
+                flush=True,
+            )
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=a.concurrency) as ex:
@@ -131,8 +136,10 @@ def cmd_timeline(a) -> int:
     if not an.intervals:
         raise CuzkError(f"{a.file}: no TIMELINE events (set logging.timeline in the daemon config, or CUZK_TIMELINE=1)")
     kinds = {k: sum(1 for iv in an.intervals if iv.kind == k) for k in ("SYNTH", "PROVE", "FINALIZE")}
-    print(f"span {an.span_ms / 1e3:.3f} s; partitions: {kinds['SYNTH']} synthesized, {kinds['PROVE']} proved, "
-          f"{kinds['FINALIZE']} finalized; mean synthesis concurrency {an.mean_synthesis_concurrency:.2f}")
+    print(
+        f"span {an.span_ms / 1e3:.3f} s; partitions: {kinds['SYNTH']} synthesized, {kinds['PROVE']} proved, "
+        f"{kinds['FINALIZE']} finalized; mean synthesis concurrency {an.mean_synthesis_concurrency:.2f}"
+    )
     for d, u in an.device_utilization.items():
         print(f"  {d}: busy {an.device_busy_ms[d] / 1e3:.3f} s = {100 * u:.1f}% of the span")
     if an.job_latency_ms:

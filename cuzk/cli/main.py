@@ -223,29 +223,47 @@ def cmd_info(a) -> int:
         rc = read_r1cs(a.file)
         p = rc.pce
         da, db = p.A.column_density(), p.B.column_density()
-        _print_kv([
-            ("file", a.file), ("kind", "circom r1cs (BLS12-381)"), ("constraints", rc.n_constraints),
-            ("wires", rc.n_wires), ("public outputs", rc.n_pub_out), ("public inputs", rc.n_pub_in),
-            ("private inputs", rc.n_prv_in), ("labels", rc.n_labels),
-            ("domain", f"2^{rc.domain_log} = {1 << rc.domain_log} (snarkjs: constraints + public + 1 rows)"),
-            ("nonzeros A/B/C", f"{p.A.nnz} / {p.B.nnz} / {p.C.nnz}"),
-            ("nonzeros per row", f"{p.A.nnz / max(1, p.n_constraints):.2f} / {p.B.nnz / max(1, p.n_constraints):.2f} / {p.C.nnz / max(1, p.n_constraints):.2f}"),
-            ("wires in A", f"{int(da.sum())} ({100 * da.mean():.1f}%)"),
-            ("wires in B", f"{int(db.sum())} ({100 * db.mean():.1f}%)"),
-        ])
+        _print_kv(
+            [
+                ("file", a.file),
+                ("kind", "circom r1cs (BLS12-381)"),
+                ("constraints", rc.n_constraints),
+                ("wires", rc.n_wires),
+                ("public outputs", rc.n_pub_out),
+                ("public inputs", rc.n_pub_in),
+                ("private inputs", rc.n_prv_in),
+                ("labels", rc.n_labels),
+                ("domain", f"2^{rc.domain_log} = {1 << rc.domain_log} (snarkjs: constraints + public + 1 rows)"),
+                ("nonzeros A/B/C", f"{p.A.nnz} / {p.B.nnz} / {p.C.nnz}"),
+                (
+                    "nonzeros per row",
+                    f"{p.A.nnz / max(1, p.n_constraints):.2f} / {p.B.nnz / max(1, p.n_constraints):.2f} / {p.C.nnz / max(1, p.n_constraints):.2f}",
+                ),
+                ("wires in A", f"{int(da.sum())} ({100 * da.mean():.1f}%)"),
+                ("wires in B", f"{int(db.sum())} ({100 * db.mean():.1f}%)"),
+            ]
+        )
     elif magic == b"zkey":
         from ..groth16 import zkey
 
         pk = zkey.read_zkey(a.file)
         inf = {k: int((~pk.nonzero_mask(k)).sum()) for k in ("a", "b1", "b2")}
-        _print_kv([
-            ("file", a.file), ("kind", "snarkjs Groth16 zkey (BLS12-381)"), ("wires", pk.n_vars),
-            ("public signals", pk.n_public), ("domain", f"2^{pk.domain_log} = {pk.domain_size}"),
-            ("coefficients A/B", f"{pk.A.nnz} / {pk.B.nnz}"),
-            ("points A/B1/B2/L/H", f"{pk.count('a')} / {pk.count('b1')} / {pk.count('b2')} / {pk.count('l')} / {pk.count('h')}"),
-            ("A/B1/B2 at infinity", f"{inf['a']} / {inf['b1']} / {inf['b2']}"),
-            ("SRS bytes", pk.raw_bytes()),
-        ])
+        _print_kv(
+            [
+                ("file", a.file),
+                ("kind", "snarkjs Groth16 zkey (BLS12-381)"),
+                ("wires", pk.n_vars),
+                ("public signals", pk.n_public),
+                ("domain", f"2^{pk.domain_log} = {pk.domain_size}"),
+                ("coefficients A/B", f"{pk.A.nnz} / {pk.B.nnz}"),
+                (
+                    "points A/B1/B2/L/H",
+                    f"{pk.count('a')} / {pk.count('b1')} / {pk.count('b2')} / {pk.count('l')} / {pk.count('h')}",
+                ),
+                ("A/B1/B2 at infinity", f"{inf['a']} / {inf['b1']} / {inf['b2']}"),
+                ("SRS bytes", pk.raw_bytes()),
+            ]
+        )
     elif magic == b"wtns":
         from ..r1cs.wtns import read_wtns
 
@@ -306,8 +324,13 @@ def cmd_demo(a) -> int:
         print(f"circuit: hash-{dc.n_constraints} ({dc.n_constraints} constraints, {dc.n_wires} wires, domain 2^{dc.domain_log})")
         print(f"setup:   {time.perf_counter() - t:.2f} s (development keys)")
         setup_logging("warning")
-        cfg = load_config(overrides={"daemon.state_dir": os.path.join(tmp, "state"),
-                                     "daemon.listen": f"unix://{tmp}/cuzk.sock", "gpus.backend": a.backend})
+        cfg = load_config(
+            overrides={
+                "daemon.state_dir": os.path.join(tmp, "state"),
+                "daemon.listen": f"unix://{tmp}/cuzk.sock",
+                "gpus.backend": a.backend,
+            }
+        )
         with Daemon(cfg) as d, Client(d.address) as c:
             print(f"daemon:  listening on {d.address} ({d.engine.backend_name} backend)")
             c.register("demo-hash", dc.r1cs, zkey=dc.key)
@@ -316,8 +339,10 @@ def cmd_demo(a) -> int:
             vk = formats.read_vk_json(os.path.join(tmp, "circuit", "verification_key.json"))
             proof = formats.Proof.from_bytes(res.proofs[0], "proof from the daemon")
             ok = verifier.verify(vk, res.public[0], proof) and formats.proof_from_json(res.proof_json[0]) == proof
-            print(f"prove:   {res.timings['total_ms'] / 1e3:.3f} s through the daemon on the {res.backend} backend; "
-                  f"verify: {'OK' if ok else 'INVALID'}")
+            print(
+                f"prove:   {res.timings['total_ms'] / 1e3:.3f} s through the daemon on the {res.backend} backend; "
+                f"verify: {'OK' if ok else 'INVALID'}"
+            )
             _print_timings(res.timings | {k: v for k, v in res.phases.items() if k not in ("total",)})
             print(f"proof (192 bytes): {res.proofs[0].hex()[:64]}...")
         print("daemon:  stopped")
@@ -418,8 +443,14 @@ def cmd_await(a) -> int:
 
 def cmd_prove_remote(a) -> int:
     with _client(a) as c:
-        res = c.prove(a.circuit, partitions=_inputs([a.input] + (a.more or [])), priority=a.priority,
-                      request_id=a.request_id or "", timeout_ms=a.timeout_ms, check=False)
+        res = c.prove(
+            a.circuit,
+            partitions=_inputs([a.input] + (a.more or [])),
+            priority=a.priority,
+            request_id=a.request_id or "",
+            timeout_ms=a.timeout_ms,
+            check=False,
+        )
     return _report(a, res)
 
 
@@ -443,10 +474,12 @@ def cmd_status(a) -> int:
         print(_json.dumps(s, indent=1))
         return EXIT_OK
     cnt = s["counters"]
-    print(f"uptime {s['uptime_secs']:.0f} s, backend {s['backend']}{' (draining)' if s['draining'] else ''}; "
-          f"completed {cnt['total_completed']}, failed {cnt['total_failed']}, cancelled {cnt['total_cancelled']}; "
-          f"rss {s['memory']['rss'] / 2**20:.0f} MiB, working memory {s['memory']['working_used'] / 2**20:.0f}"
-          f"/{s['memory']['working_budget'] / 2**20:.0f} MiB")
+    print(
+        f"uptime {s['uptime_secs']:.0f} s, backend {s['backend']}{' (draining)' if s['draining'] else ''}; "
+        f"completed {cnt['total_completed']}, failed {cnt['total_failed']}, cancelled {cnt['total_cancelled']}; "
+        f"rss {s['memory']['rss'] / 2**20:.0f} MiB, working memory {s['memory']['working_used'] / 2**20:.0f}"
+        f"/{s['memory']['working_budget'] / 2**20:.0f} MiB"
+    )
     for w in s["workers"]:
         state = f"proving {w['current_circuit']} ({w['current_job'][:8]})" if w["current_job"] else "idle"
         mem = f", {w['memory_free'] / 2**20:.0f}/{w['memory_total'] / 2**20:.0f} MiB free" if w["backend"] == "gpu" else ""
@@ -455,8 +488,10 @@ def cmd_status(a) -> int:
         print(f"  queue {q['circuit_id']}: pending {q['pending']}, batching {q['batching']}, in progress {q['in_progress']}")
     print("  stages: " + ", ".join(f"{k} {v['in_flight']}/{v['capacity']}" for k, v in s["stages"].items()))
     for e in s["srs"]:
-        print(f"  srs {e['circuit_id']}: {e['tier']} {e['size_bytes'] / 2**20:.1f} MiB, refs {e['ref_count']}"
-              + (f", on {','.join(e['hot_devices'])}" if e["hot_devices"] else ""))
+        print(
+            f"  srs {e['circuit_id']}: {e['tier']} {e['size_bytes'] / 2**20:.1f} MiB, refs {e['ref_count']}"
+            + (f", on {','.join(e['hot_devices'])}" if e["hot_devices"] else "")
+        )
     return EXIT_OK
 
 
@@ -468,8 +503,15 @@ def cmd_gpu_info(a) -> int:
     from ..gpu import build
 
     info = build.info()
-    _print_kv([("device", info["device"]), ("architecture", info["arch"]), ("NVRTC", info["nvrtc"]),
-               ("options", " ".join(info["options"])), ("cache folder", info["cache_dir"])])
+    _print_kv(
+        [
+            ("device", info["device"]),
+            ("architecture", info["arch"]),
+            ("NVRTC", info["nvrtc"]),
+            ("options", " ".join(info["options"])),
+            ("cache folder", info["cache_dir"]),
+        ]
+    )
     for name, m in info["modules"].items():
         print(f"  module {name:<8} {'cached' if m['cached'] else 'not cached (compiled on first use)'}  {m['cubin']}")
     return EXIT_OK
@@ -503,8 +545,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", help="proving key to write (default CIRCUIT.zkey / CIRCUIT.params)")
     s.add_argument("--vkey", help="verification key to write (default verification_key.json / .vk)")
     s.add_argument("--format", default="snarkjs", choices=["snarkjs", "bellperson"])
-    s.add_argument("--backend", default="cpu", choices=["cpu", "gpu", "auto"],
-                   help="gpu: fixed-base kernels on the device (minutes for a 2^27 key instead of hours)")
+    s.add_argument(
+        "--backend",
+        default="cpu",
+        choices=["cpu", "gpu", "auto"],
+        help="gpu: fixed-base kernels on the device (minutes for a 2^27 key instead of hours)",
+    )
     s.set_defaults(fn=cmd_setup)
 
     s = sub.add_parser("check", help="check a witness against a circuit; report the first unsatisfied constraint")
@@ -524,9 +570,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_witness)
 
     s = sub.add_parser("synth-circuit", help="write a synthetic benchmark circuit and its witness")
-    s.add_argument("--shape", default="chain", choices=["chain", "hash", "porep", "dense"],
-                   help="chain: squaring chain (dense wires); hash: x^5 rounds with linear layers; "
-                        "porep: Filecoin PoRep statistics (0/1-heavy witness); dense: porep structure, random values")
+    s.add_argument(
+        "--shape",
+        default="chain",
+        choices=["chain", "hash", "porep", "dense"],
+        help="chain: squaring chain (dense wires); hash: x^5 rounds with linear layers; "
+        "porep: Filecoin PoRep statistics (0/1-heavy witness); dense: porep structure, random values",
+    )
     s.add_argument("--constraints", type=int, default=0, help="constraint count (default: fill --domain)")
     s.add_argument("--domain", type=int, default=12, help="log2 domain to fill when --constraints is not given")
     s.add_argument("-o", "--output", required=True, help="output folder")
@@ -567,8 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
     client_opts(s)
     s.set_defaults(fn=cmd_submit)
 
-    s = sub.add_parser("await", help="wait for a job: cuzk await JOB_ID [--proof F --public F] "
-                                     "(exit 3: TIMEOUT or CANCELLED)")
+    s = sub.add_parser("await", help="wait for a job: cuzk await JOB_ID [--proof F --public F] (exit 3: TIMEOUT or CANCELLED)")
     s.add_argument("job_id")
     result_opts(s)
     client_opts(s)

@@ -28,59 +28,132 @@ PRIORITY_NAMES = {v: k.upper() for k, v in PRIORITIES.items()}
 
 # (section, key, default, kind, doc). kind: str, int, bool, size, duration, list, table, float, priority
 SCHEMA: list[tuple[str, str, object, str, str]] = [
-    ("daemon", "listen", "", "str",
-     'gRPC endpoint: "unix:///path/cuzk.sock" (socket file mode 0600) or "host:port" / "tcp://host:port". '
-     'Default: unix://<state_dir>/cuzk.sock'),
-    ("daemon", "state_dir", "", "str",
-     "folder for the journal, the socket and the WARM SRS cache. Default: $CUZK_STATE_DIR or ~/.local/state/cuzk"),
-    ("daemon", "http_listen", "", "str",
-     'HTTP endpoint for GET /metrics (Prometheus) and GET /status (JSON), e.g. "127.0.0.1:9821"; "" = off. '
-     "A non-loopback address needs http_allow_remote"),
+    (
+        "daemon",
+        "listen",
+        "",
+        "str",
+        'gRPC endpoint: "unix:///path/cuzk.sock" (socket file mode 0600) or "host:port" / "tcp://host:port". '
+        "Default: unix://<state_dir>/cuzk.sock",
+    ),
+    (
+        "daemon",
+        "state_dir",
+        "",
+        "str",
+        "folder for the journal, the socket and the WARM SRS cache. Default: $CUZK_STATE_DIR or ~/.local/state/cuzk",
+    ),
+    (
+        "daemon",
+        "http_listen",
+        "",
+        "str",
+        'HTTP endpoint for GET /metrics (Prometheus) and GET /status (JSON), e.g. "127.0.0.1:9821"; "" = off. '
+        "A non-loopback address needs http_allow_remote",
+    ),
     ("daemon", "http_allow_remote", False, "bool", "allow http_listen on a non-loopback address"),
     ("daemon", "max_message_bytes", "128MiB", "size", "gRPC max message size, both directions"),
     ("daemon", "grpc_threads", 64, "int", "gRPC server threads (each AwaitProof / Prove in progress holds one)"),
-    ("daemon", "drain_timeout", "60s", "duration",
-     "on SIGTERM/SIGINT: stop accepting, let in-flight work finish for at most this long (queued jobs stay "
-     "journaled and run after a restart), then exit"),
-    ("memory", "working_memory_budget", "auto", "size",
-     "cap on the estimated working memory of partitions in flight (witness, a/b/c, quotient, MSM scalars); "
-     '"auto" = a quarter of the machine\'s memory'),
+    (
+        "daemon",
+        "drain_timeout",
+        "60s",
+        "duration",
+        "on SIGTERM/SIGINT: stop accepting, let in-flight work finish for at most this long (queued jobs stay "
+        "journaled and run after a restart), then exit",
+    ),
+    (
+        "memory",
+        "working_memory_budget",
+        "auto",
+        "size",
+        "cap on the estimated working memory of partitions in flight (witness, a/b/c, quotient, MSM scalars); "
+        '"auto" = a quarter of the machine\'s memory',
+    ),
     ("gpus", "backend", "auto", "str", '"auto" (GPU when one is visible, else CPU), "gpu" or "cpu"'),
     ("gpus", "devices", [], "list", "GPU ordinals to use; [] = every visible GPU"),
-    ("gpus", "affinity", {}, "table",
-     'which circuits each GPU proves, e.g. {0 = "circuit-a", 1 = "any"} or {0 = ["a", "b"]}; a GPU not '
-     'named takes any circuit; ignored on the CPU backend'),
-    ("gpus", "gpu_workers_per_device", 2, "int",
-     "prover workers per GPU (one runs kernels while the other prepares; kernels are serialized per device)"),
-    ("gpus", "pinned_witness", False, "bool",
-     "GPU backend: synthesis workers copy each witness into page-locked memory, so the upload in the "
-     "prover is one DMA instead of a copy through a staging buffer on the GPU's critical path"),
-    ("gpus", "cpu_workers", 1, "int",
-     "prover workers of the CPU backend (its MSMs already use every core through the MSM thread pool)"),
+    (
+        "gpus",
+        "affinity",
+        {},
+        "table",
+        'which circuits each GPU proves, e.g. {0 = "circuit-a", 1 = "any"} or {0 = ["a", "b"]}; a GPU not '
+        "named takes any circuit; ignored on the CPU backend",
+    ),
+    (
+        "gpus",
+        "gpu_workers_per_device",
+        2,
+        "int",
+        "prover workers per GPU (one runs kernels while the other prepares; kernels are serialized per device)",
+    ),
+    (
+        "gpus",
+        "pinned_witness",
+        False,
+        "bool",
+        "GPU backend: synthesis workers copy each witness into page-locked memory, so the upload in the "
+        "prover is one DMA instead of a copy through a staging buffer on the GPU's critical path",
+    ),
+    (
+        "gpus",
+        "cpu_workers",
+        1,
+        "int",
+        "prover workers of the CPU backend (its MSMs already use every core through the MSM thread pool)",
+    ),
     ("cpu", "threads", 0, "int", "MSM thread-pool size (CUZK_CPU_THREADS); 0 = all cores"),
-    ("scheduler", "max_batch_size", 1, "int",
-     "batch collector for batchable circuits: release a batch at this many jobs (1 = no batching)"),
+    (
+        "scheduler",
+        "max_batch_size",
+        1,
+        "int",
+        "batch collector for batchable circuits: release a batch at this many jobs (1 = no batching)",
+    ),
     ("scheduler", "max_batch_wait_ms", 1000, "int", "... or when its first job has waited this long"),
-    ("scheduler", "max_queue_per_circuit", 1000, "int",
-     "jobs of one circuit that may be active (queued or in flight) before SubmitProof answers RESOURCE_EXHAUSTED"),
+    (
+        "scheduler",
+        "max_queue_per_circuit",
+        1000,
+        "int",
+        "jobs of one circuit that may be active (queued or in flight) before SubmitProof answers RESOURCE_EXHAUSTED",
+    ),
     ("scheduler", "max_pending", 10000, "int", "active jobs of all circuits together (RESOURCE_EXHAUSTED beyond)"),
-    ("synthesis", "partition_workers", 2, "int",
-     "synthesis workers (witness from .wtns or wasm, constraint check); each holds its result until the "
-     "prover queue takes it"),
-    ("synthesis", "check_constraints", "auto", "str",
-     '"always": check every witness against the circuit\'s R1CS before proving; "on_failure": only when a '
-     'proof fails its self-check (no cost on the success path); "auto": always on the CPU backend (a wasted '
-     'CPU proof costs seconds), on_failure on GPUs. Either way a violation fails the job naming the '
-     "constraint and its signals"),
-    ("pipeline", "prover_queue_depth", 0, "int",
-     "synthesized partitions waiting for a prover worker; 0 = one per prover worker"),
-    ("pipeline", "finalizer_threads", 2, "int",
-     "threads running prove_finish (MSM wait, assembly, self-check), per device; also the proofs in flight "
-     "between prove_start and prove_finish per device"),
+    (
+        "synthesis",
+        "partition_workers",
+        2,
+        "int",
+        "synthesis workers (witness from .wtns or wasm, constraint check); each holds its result until the prover queue takes it",
+    ),
+    (
+        "synthesis",
+        "check_constraints",
+        "auto",
+        "str",
+        '"always": check every witness against the circuit\'s R1CS before proving; "on_failure": only when a '
+        'proof fails its self-check (no cost on the success path); "auto": always on the CPU backend (a wasted '
+        "CPU proof costs seconds), on_failure on GPUs. Either way a violation fails the job naming the "
+        "constraint and its signals",
+    ),
+    ("pipeline", "prover_queue_depth", 0, "int", "synthesized partitions waiting for a prover worker; 0 = one per prover worker"),
+    (
+        "pipeline",
+        "finalizer_threads",
+        2,
+        "int",
+        "threads running prove_finish (MSM wait, assembly, self-check), per device; also the proofs in flight "
+        "between prove_start and prove_finish per device",
+    ),
     ("srs", "param_cache", "", "str", "folder of the WARM tier's cache files; default <state_dir>/srs"),
-    ("srs", "hot_budget", "auto", "size",
-     'bytes of HOT SRS per device (GPU memory, or arkworks objects for the CPU backend); "auto" = half of the '
-     "device memory / a third of the machine's memory"),
+    (
+        "srs",
+        "hot_budget",
+        "auto",
+        "size",
+        'bytes of HOT SRS per device (GPU memory, or arkworks objects for the CPU backend); "auto" = half of the '
+        "device memory / a third of the machine's memory",
+    ),
     ("srs", "warm_budget", "auto", "size", 'bytes of WARM cache files kept; "auto" = a half of the machine\'s memory'),
     ("srs", "preload", [], "list", "circuit ids made HOT at start-up"),
     ("journal", "path", "", "str", "SQLite journal (WAL) of accepted jobs and results; default <state_dir>/journal.sqlite"),
@@ -89,9 +162,14 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
     ("logging", "level", "info", "str", "debug, info, warning, error"),
     ("logging", "format", "kv", "str", '"kv" (key=value) or "json" (one object per line)'),
     ("logging", "file", "", "str", 'log file; "" = stderr'),
-    ("logging", "timeline", "", "str",
-     'file that receives one TIMELINE CSV line per pipeline event (cuzk-bench timeline reads it); "" = off '
-     "(CUZK_TIMELINE=1 also writes them to stderr)"),
+    (
+        "logging",
+        "timeline",
+        "",
+        "str",
+        'file that receives one TIMELINE CSV line per pipeline event (cuzk-bench timeline reads it); "" = off '
+        "(CUZK_TIMELINE=1 also writes them to stderr)",
+    ),
 ]
 
 CIRCUIT_KEYS: list[tuple[str, object, str, str]] = [
@@ -108,8 +186,22 @@ CIRCUIT_KEYS: list[tuple[str, object, str, str]] = [
 ]
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 1024, "m": 1e6, "mb": 1e6, "mib": 1024**2,
-          "g": 1e9, "gb": 1e9, "gib": 1024**3, "t": 1e12, "tb": 1e12, "tib": 1024**4}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1e3,
+    "kb": 1e3,
+    "kib": 1024,
+    "m": 1e6,
+    "mb": 1e6,
+    "mib": 1024**2,
+    "g": 1e9,
+    "gb": 1e9,
+    "gib": 1024**3,
+    "t": 1e12,
+    "tb": 1e12,
+    "tib": 1024**4,
+}
 _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
 _DUR_UNITS = {"": 1.0, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -117,7 +209,7 @@ _DUR_UNITS = {"": 1.0, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.
 def parse_size(v, where: str) -> int | None:
     """Bytes; None for "auto"."""
     if isinstance(v, bool):
-        raise ConfigError(f"{where}: expected a size like \"2GiB\", got {v!r}")
+        raise ConfigError(f'{where}: expected a size like "2GiB", got {v!r}')
     if isinstance(v, int):
         if v < 0:
             raise ConfigError(f"{where}: negative size {v}")
@@ -128,13 +220,13 @@ def parse_size(v, where: str) -> int | None:
         m = _SIZE.match(v)
         if m:
             return int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
-    raise ConfigError(f"{where}: expected a size like \"512MiB\", \"2GiB\", \"auto\" or a byte count, got {v!r}")
+    raise ConfigError(f'{where}: expected a size like "512MiB", "2GiB", "auto" or a byte count, got {v!r}')
 
 
 def parse_duration(v, where: str) -> float:
     """Seconds."""
     if isinstance(v, bool):
-        raise ConfigError(f"{where}: expected a duration like \"30s\", got {v!r}")
+        raise ConfigError(f'{where}: expected a duration like "30s", got {v!r}')
     if isinstance(v, (int, float)):
         if v < 0:
             raise ConfigError(f"{where}: negative duration {v}")
@@ -143,7 +235,7 @@ def parse_duration(v, where: str) -> float:
         m = _DUR.match(v)
         if m:
             return float(m.group(1)) * _DUR_UNITS[(m.group(2) or "").lower()]
-    raise ConfigError(f"{where}: expected a duration like \"250ms\", \"30s\", \"5m\", \"24h\" or seconds, got {v!r}")
+    raise ConfigError(f'{where}: expected a duration like "250ms", "30s", "5m", "24h" or seconds, got {v!r}')
 
 
 def parse_priority(v, where: str) -> int:
@@ -166,7 +258,7 @@ def parse_affinity(table: dict, where: str) -> dict[int, frozenset[str] | None]:
             raise ConfigError(f"{where}: key {k!r} is not a GPU ordinal (an integer >= 0)")
         ids = [v] if isinstance(v, str) else v
         if not isinstance(ids, list) or not ids or not all(isinstance(x, str) and x for x in ids):
-            raise ConfigError(f"{where}.{k}: expected \"any\", a circuit id or a list of circuit ids, got {v!r}")
+            raise ConfigError(f'{where}.{k}: expected "any", a circuit id or a list of circuit ids, got {v!r}')
         out[o] = None if "any" in ids else frozenset(ids)
     return out
 
@@ -190,7 +282,7 @@ def _convert(kind: str, v, where: str):
         return list(v)
     if kind == "table":
         if not isinstance(v, dict):
-            raise ConfigError(f"{where}: expected a table like {{0 = \"circuit-a\", 1 = \"any\"}}, got {v!r}")
+            raise ConfigError(f'{where}: expected a table like {{0 = "circuit-a", 1 = "any"}}, got {v!r}')
         return dict(v)
     if kind == "size":
         return parse_size(v, where)
@@ -340,21 +432,25 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
         sections[s][k] = _convert(spec[3], v, dotted)
     # paths relative to the config file
     if base is not None:
-        for s, k in (("daemon", "state_dir"), ("srs", "param_cache"), ("journal", "path"), ("logging", "file"),
-                     ("logging", "timeline")):
+        for s, k in (
+            ("daemon", "state_dir"),
+            ("srs", "param_cache"),
+            ("journal", "path"),
+            ("logging", "file"),
+            ("logging", "timeline"),
+        ):
             v = sections[s][k]
             if v and not os.path.isabs(os.path.expanduser(v)):
                 sections[s][k] = str(base / v)
     if not sections["daemon"]["max_message_bytes"]:  # "auto" (None) or 0: gRPC needs a real limit
-        raise ConfigError(f"{where}: daemon.max_message_bytes: expected a size like \"128MiB\" (\"auto\" and 0 "
-                          f"are not accepted)")
+        raise ConfigError(f'{where}: daemon.max_message_bytes: expected a size like "128MiB" ("auto" and 0 are not accepted)')
     fmt = sections["logging"]["format"]
     if fmt not in ("kv", "json"):
-        raise ConfigError(f"{where}: logging.format: expected \"kv\" or \"json\", got {fmt!r}")
+        raise ConfigError(f'{where}: logging.format: expected "kv" or "json", got {fmt!r}')
     if sections["journal"]["synchronous"] not in ("full", "normal"):
-        raise ConfigError(f"{where}: journal.synchronous: expected \"full\" or \"normal\"")
+        raise ConfigError(f'{where}: journal.synchronous: expected "full" or "normal"')
     if sections["synthesis"]["check_constraints"] not in ("auto", "always", "on_failure"):
-        raise ConfigError(f"{where}: synthesis.check_constraints: expected \"auto\", \"always\" or \"on_failure\"")
+        raise ConfigError(f'{where}: synthesis.check_constraints: expected "auto", "always" or "on_failure"')
     if sections["gpus"]["backend"] not in ("auto", "cpu", "gpu"):
         raise ConfigError(f"{where}: gpus.backend: expected auto, cpu or gpu")
     for dev in sections["gpus"]["devices"]:

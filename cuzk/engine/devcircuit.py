@@ -42,8 +42,14 @@ def witness_bytes(shape: str, n_constraints: int, seed: int) -> bytes:
     return wtns_bytes(synthetic.make(shape, n_constraints, seed=seed).witness)
 
 
-def make_dev_circuit(folder: str | os.PathLike, shape: str = "hash", log_n: int | None = 10,
-                     n_constraints: int | None = None, style: str = "snarkjs", seed: int = 1) -> DevCircuit:
+def make_dev_circuit(
+    folder: str | os.PathLike,
+    shape: str = "hash",
+    log_n: int | None = 10,
+    n_constraints: int | None = None,
+    style: str = "snarkjs",
+    seed: int = 1,
+) -> DevCircuit:
     from ..groth16 import params, setup, zkey
 
     folder = Path(folder)

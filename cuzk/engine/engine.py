@@ -96,8 +96,17 @@ class Part:
 
 
 class Job:
-    def __init__(self, job_id: str, request_id: str, circuit: Circuit, priority: int, parts: list[Part],
-                 submitted_at: float, request_hash: str, attempts: int = 0):
+    def __init__(
+        self,
+        job_id: str,
+        request_id: str,
+        circuit: Circuit,
+        priority: int,
+        parts: list[Part],
+        submitted_at: float,
+        request_hash: str,
+        attempts: int = 0,
+    ):
         self.job_id = job_id
         self.request_id = request_id
         self.circuit = circuit
@@ -205,8 +214,7 @@ class Engine:
             os.environ["CUZK_CPU_THREADS"] = str(cfg.cpu.threads)
         mem = machine_memory()
         budget = cfg.memory.working_memory_budget or mem // 4
-        self.scheduler = Scheduler(budget, cfg.scheduler.max_batch_size, cfg.scheduler.max_batch_wait_ms / 1e3,
-                                   self.metrics, log)
+        self.scheduler = Scheduler(budget, cfg.scheduler.max_batch_size, cfg.scheduler.max_batch_wait_ms / 1e3, self.metrics, log)
         self._setup_devices()
         hot = {}
         for d in self.devices:
@@ -239,7 +247,7 @@ class Engine:
 
             use_gpu = gpu.available()
             if want == "gpu" and not use_gpu:
-                raise EngineError("gpus.backend = \"gpu\" but no CUDA GPU is visible (CuPy missing or no device)")
+                raise EngineError('gpus.backend = "gpu" but no CUDA GPU is visible (CuPy missing or no device)')
         self.devices: list[_Device] = []
         self.workers: list[_Worker] = []
         if use_gpu:
@@ -291,8 +299,10 @@ class Engine:
             cid = spec.get("id")
             if cid in self.circuits:
                 if not same_spec(self.circuits[cid].spec, CircuitConfig(**spec)):
-                    log.warning("event=circuit_conflict circuit=%s msg=\"the config file's definition wins over the "
-                                "RegisterCircuit one\"", cid)
+                    log.warning(
+                        'event=circuit_conflict circuit=%s msg="the config file\'s definition wins over the RegisterCircuit one"',
+                        cid,
+                    )
                 continue
             try:
                 self._register(CircuitConfig(**spec), "rpc")
@@ -310,9 +320,15 @@ class Engine:
                 self.preload(cid)
             except CuzkError as e:
                 log.error("event=preload_failed circuit=%s error=%r", cid, str(e))
-        log.info("event=engine_started backend=%s devices=%s workers=%d synthesis_workers=%d circuits=%d state_dir=%s",
-                 self.backend_name, ",".join(d.name for d in self.devices), len(self.workers),
-                 cfg.synthesis.partition_workers, len(self.circuits), cfg.state_dir)
+        log.info(
+            "event=engine_started backend=%s devices=%s workers=%d synthesis_workers=%d circuits=%d state_dir=%s",
+            self.backend_name,
+            ",".join(d.name for d in self.devices),
+            len(self.workers),
+            cfg.synthesis.partition_workers,
+            len(self.circuits),
+            cfg.state_dir,
+        )
         return self
 
     def _spawn(self, fn, name, *args) -> None:
@@ -361,8 +377,16 @@ class Engine:
         with self._lock:
             self.srs.register(c)
             self.circuits[c.id] = c
-        log.info("event=circuit_registered circuit=%s source=%s constraints=%d wires=%d domain=2^%d partitions=%d key=%s",
-                 c.id, c.source, c.n_constraints, c.n_wires, c.domain_log, c.partitions, c.spec.key_path())
+        log.info(
+            "event=circuit_registered circuit=%s source=%s constraints=%d wires=%d domain=2^%d partitions=%d key=%s",
+            c.id,
+            c.source,
+            c.n_constraints,
+            c.n_wires,
+            c.domain_log,
+            c.partitions,
+            c.spec.key_path(),
+        )
 
     def _check_replace(self, old: Circuit | None, cc: CircuitConfig, replace: bool) -> bool:
         """True if ``old`` already is ``cc``; raises if it may not be replaced. Caller holds ``_lock``."""
@@ -371,8 +395,9 @@ class Engine:
         if same_spec(old.spec, cc):
             return True
         if not replace:
-            raise AlreadyExists(f"circuit {cc.id!r} is already registered with a different definition "
-                                f"(set replace to redefine it)")
+            raise AlreadyExists(
+                f"circuit {cc.id!r} is already registered with a different definition (set replace to redefine it)"
+            )
         if old.source == "config":
             raise FailedPrecondition(f"circuit {cc.id!r} comes from the config file; change it there")
         if any(j.circuit is old and not j.final for j in self.active.values()):
@@ -450,8 +475,14 @@ class Engine:
             raise InvalidArgument(f"{field}: expected a JSON object of input signals, got {type(obj).__name__}")
         return Part(i, kind, inputs=obj)
 
-    def submit(self, circuit_id: str, payloads: list[tuple[str, bytes]], priority: int = 0, request_id: str = "",
-               fields: list[str] | None = None) -> tuple[Job | dict, bool, int]:
+    def submit(
+        self,
+        circuit_id: str,
+        payloads: list[tuple[str, bytes]],
+        priority: int = 0,
+        request_id: str = "",
+        fields: list[str] | None = None,
+    ) -> tuple[Job | dict, bool, int]:
         """Accept a job. ``payloads``: one (kind "wtns"|"inputs", bytes) per partition. Returns
         (job or the finished job's record, duplicate, queue position)."""
         if self.draining:
@@ -460,14 +491,19 @@ class Engine:
         for _attempt in range(3):
             c = self.circuit(circuit_id)
             if not any(d.allowed is None or c.id in d.allowed for d in self.devices):
-                raise FailedPrecondition(f"circuit {c.id!r}: no device may prove it (gpus.affinity names it for none of "
-                                         f"{', '.join(d.name for d in self.devices)})")
+                raise FailedPrecondition(
+                    f"circuit {c.id!r}: no device may prove it (gpus.affinity names it for none of "
+                    f"{', '.join(d.name for d in self.devices)})"
+                )
             if not payloads:
-                raise InvalidArgument(f"partitions: no witness or inputs_json given (circuit {c.id!r} takes "
-                                      f"{c.partitions} partition{'s' * (c.partitions != 1)})")
+                raise InvalidArgument(
+                    f"partitions: no witness or inputs_json given (circuit {c.id!r} takes "
+                    f"{c.partitions} partition{'s' * (c.partitions != 1)})"
+                )
             if len(payloads) != c.partitions:
-                raise InvalidArgument(f"partitions: {len(payloads)} given, circuit {c.id!r} has {c.partitions} partition"
-                                      f"{'s' * (c.partitions != 1)}")
+                raise InvalidArgument(
+                    f"partitions: {len(payloads)} given, circuit {c.id!r} has {c.partitions} partition{'s' * (c.partitions != 1)}"
+                )
             if priority not in (0, 1, 2, 3, 4):
                 raise InvalidArgument(f"priority: {priority} is not a priority (LOW 1 .. CRITICAL 4)")
             rhash = self.request_hash(c.id, payloads)
@@ -475,8 +511,9 @@ class Engine:
                 dup = self._duplicate(request_id, rhash)
                 if dup is not None:
                     return dup, True, 0
-            names = fields or [f"partitions[{i}].{'witness' if k == 'wtns' else 'inputs_json'}"
-                               for i, (k, _) in enumerate(payloads)]
+            names = fields or [
+                f"partitions[{i}].{'witness' if k == 'wtns' else 'inputs_json'}" for i, (k, _) in enumerate(payloads)
+            ]
             parts = [self._parse_part(c, i, k, d, names[i]) for i, (k, d) in enumerate(payloads)]
             with self._submit_lock:
                 with self._lock:
@@ -486,8 +523,15 @@ class Engine:
                 job, pos = self._accept(c, parts, payloads, priority or c.spec.default_priority, request_id, rhash)
                 if pos is None:
                     return job, True, 0
-            log.info("event=job_accepted job=%s circuit=%s priority=%s partitions=%d request_id=%s position=%d",
-                     job.job_id, c.id, PRIORITY_NAMES[job.priority], len(parts), request_id or "-", pos)
+            log.info(
+                "event=job_accepted job=%s circuit=%s priority=%s partitions=%d request_id=%s position=%d",
+                job.job_id,
+                c.id,
+                PRIORITY_NAMES[job.priority],
+                len(parts),
+                request_id or "-",
+                pos,
+            )
             return job, False, pos
         raise Unavailable(f"circuit {circuit_id!r} is being redefined; submit again")
 
@@ -507,13 +551,14 @@ class Engine:
             raise ResourceExhausted(f"circuit {c.id!r}: queue full ({mine} jobs active, max_queue {limit}); retry later")
         if total >= self.config.scheduler.max_pending:
             self.metrics.rejected.labels(reason="pending_full").inc()
-            raise ResourceExhausted(f"daemon queue full ({total} jobs active, scheduler.max_pending "
-                                    f"{self.config.scheduler.max_pending}); retry later")
+            raise ResourceExhausted(
+                f"daemon queue full ({total} jobs active, scheduler.max_pending {self.config.scheduler.max_pending}); retry later"
+            )
         job_id = uuid.uuid4().hex
         now = time.time()
         try:
             self.journal.insert_job(job_id, request_id or None, rhash, c.id, prio, payloads, now)
-        except Exception as e:  # noqa: BLE001 - sqlite: disk full, ...; or closed by a drain
+        except Exception as e:
             self._journal_error(e, "cannot journal the job")
         job = Job(job_id, request_id, c, prio, parts, now, rhash)
         with self._lock:
@@ -532,8 +577,14 @@ class Engine:
         raise EngineError(f"{what}: {e}") from None
 
     def _position(self, job: Job) -> int:
-        return sum(1 for j in self.active.values() if j is not job and not j.final and j.state == QUEUED
-                   and (j.priority > job.priority or (j.priority == job.priority and j.submitted_at <= job.submitted_at)))
+        return sum(
+            1
+            for j in self.active.values()
+            if j is not job
+            and not j.final
+            and j.state == QUEUED
+            and (j.priority > job.priority or (j.priority == job.priority and j.submitted_at <= job.submitted_at))
+        )
 
     @staticmethod
     def _same_request(request_id: str, rhash: str, their_hash: str, their_job: str) -> None:
@@ -549,7 +600,7 @@ class Engine:
             return job
         try:
             row = self.journal.by_request(request_id)
-        except Exception as e:  # noqa: BLE001 - closed by a drain, or a disk error
+        except Exception as e:
             self._journal_error(e, "cannot read the journal")
         if row is None:
             return None
@@ -573,8 +624,16 @@ class Engine:
             except CuzkError as e:
                 self.journal.finish(jid, FAILED, time.time(), error=f"cannot re-run after restart: {e}")
                 continue
-            job = Job(jid, row["request_id"] or "", c, row["priority"], parts, row["submitted_at"], row["request_hash"],
-                      attempts=row["attempts"])
+            job = Job(
+                jid,
+                row["request_id"] or "",
+                c,
+                row["priority"],
+                parts,
+                row["submitted_at"],
+                row["request_hash"],
+                attempts=row["attempts"],
+            )
             with self._lock:
                 self.active[jid] = job
                 if job.request_id:
@@ -695,7 +754,7 @@ class Engine:
             try:
                 if not self._prove(worker, item):
                     return  # stopping
-            except Exception as e:  # noqa: BLE001 - a release failed: keep the worker alive
+            except Exception as e:
                 log.exception("event=prover_error job=%s", job.job_id)
                 self._part_failed(item, f"partition {part.index}: internal error in the prover: {e}")
 
@@ -798,7 +857,7 @@ class Engine:
             self._finish_partition(item, pending, dev)
         except JobFailure as e:
             self._part_failed(item, str(e))
-        except BaseException as e:  # noqa: BLE001 - whatever it is, the partition must leave
+        except BaseException as e:
             log.exception("event=finalize_error job=%s", item.job.job_id)
             self._part_failed(item, f"partition {part.index}: internal error in prove_finish: {e}")
         finally:
@@ -811,7 +870,7 @@ class Engine:
             if job.cancelled or job.final:  # stage boundary: only drain the MSMs in flight, no assembly / check
                 try:
                     pending.backend.finish(pending.state, pending.timer)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
             else:
                 t0 = time.perf_counter()
@@ -876,7 +935,7 @@ class Engine:
             why = None
             try:
                 why = job.circuit.violation(item.witness)
-            except Exception:  # noqa: BLE001 - diagnosis is best effort
+            except Exception:
                 pass
             raise JobFailure(f"partition {part.index}: proof self-check failed: {why or e}") from None
 
@@ -921,13 +980,22 @@ class Engine:
         t = self._timings(job, now)
         b = job.batch
         return {
-            "job_id": job.job_id, "status": state.upper(), "circuit_id": job.circuit.id, "backend": self.backend_name,
+            "job_id": job.job_id,
+            "status": state.upper(),
+            "circuit_id": job.circuit.id,
+            "backend": self.backend_name,
             "error": error,
             "partitions": [p.result for p in job.parts] if state == COMPLETED else [],
-            "timings": t, "batch_id": b[0] if b else "", "batch_size": b[1] if b else 0,
-            "batch_flush": b[2] if b else "", "dispatch_order": job.dispatch_order,
-            "submitted_at": job.submitted_at, "completed_at": now, "attempts": max(1, job.attempts + (1 if job.journaled_start else 0)),
-            "priority": job.priority, "request_id": job.request_id,
+            "timings": t,
+            "batch_id": b[0] if b else "",
+            "batch_size": b[1] if b else 0,
+            "batch_flush": b[2] if b else "",
+            "dispatch_order": job.dispatch_order,
+            "submitted_at": job.submitted_at,
+            "completed_at": now,
+            "attempts": max(1, job.attempts + (1 if job.journaled_start else 0)),
+            "priority": job.priority,
+            "request_id": job.request_id,
         }
 
     def _finish(self, job: Job, state: str, error: str = "") -> bool:
@@ -949,7 +1017,7 @@ class Engine:
         rec = self._record(job, state, now, error)
         try:
             self.journal.finish(job.job_id, state, now, result=rec, error=error or None)
-        except Exception as e:  # noqa: BLE001 - journal closed (drain deadline passed) or disk error
+        except Exception as e:
             log.error("event=journal_error job=%s error=%r", job.job_id, str(e))
         job.result = rec
         with self._lock:
@@ -959,15 +1027,27 @@ class Engine:
                 self._recent.popitem(last=False)
             self.totals[state] += 1
         cid = job.circuit.id
-        {COMPLETED: self.metrics.completed, FAILED: self.metrics.failed, CANCELLED: self.metrics.cancelled}[state].labels(circuit=cid).inc()
+        {COMPLETED: self.metrics.completed, FAILED: self.metrics.failed, CANCELLED: self.metrics.cancelled}[state].labels(
+            circuit=cid
+        ).inc()
         t = rec["timings"]
         if state == COMPLETED:
             for k in ("queue_wait_ms", "srs_load_ms", "synthesis_ms", "gpu_compute_ms", "finalize_ms", "total_ms"):
                 self.metrics.phase.labels(phase=k[:-3]).observe(t[k] / 1e3)
             self.metrics.duration.labels(circuit=cid).observe(t["total_ms"] / 1e3)
-            log.info("event=job_completed job=%s circuit=%s partitions=%d total_ms=%.1f queue_ms=%.1f synth_ms=%.1f "
-                     "srs_ms=%.1f compute_ms=%.1f finalize_ms=%.1f", job.job_id, cid, job.n_parts, t["total_ms"],
-                     t["queue_wait_ms"], t["synthesis_ms"], t["srs_load_ms"], t["gpu_compute_ms"], t["finalize_ms"])
+            log.info(
+                "event=job_completed job=%s circuit=%s partitions=%d total_ms=%.1f queue_ms=%.1f synth_ms=%.1f "
+                "srs_ms=%.1f compute_ms=%.1f finalize_ms=%.1f",
+                job.job_id,
+                cid,
+                job.n_parts,
+                t["total_ms"],
+                t["queue_wait_ms"],
+                t["synthesis_ms"],
+                t["srs_load_ms"],
+                t["gpu_compute_ms"],
+                t["finalize_ms"],
+            )
         else:
             log.info("event=job_%s job=%s circuit=%s error=%s", state, job.job_id, cid, json.dumps(error))
         job.done.set()
@@ -976,10 +1056,22 @@ class Engine:
     def _record_from_row(self, row: dict) -> dict:
         if row.get("result"):
             return json.loads(row["result"])
-        return {"job_id": row["job_id"], "status": row["state"].upper(), "circuit_id": row["circuit_id"],
-                "error": row.get("error") or "", "partitions": [], "timings": {}, "submitted_at": row["submitted_at"],
-                "completed_at": row.get("finished_at") or 0.0, "attempts": row.get("attempts") or 0,
-                "dispatch_order": 0, "backend": self.backend_name, "batch_id": "", "batch_size": 0, "batch_flush": ""}
+        return {
+            "job_id": row["job_id"],
+            "status": row["state"].upper(),
+            "circuit_id": row["circuit_id"],
+            "error": row.get("error") or "",
+            "partitions": [],
+            "timings": {},
+            "submitted_at": row["submitted_at"],
+            "completed_at": row.get("finished_at") or 0.0,
+            "attempts": row.get("attempts") or 0,
+            "dispatch_order": 0,
+            "backend": self.backend_name,
+            "batch_id": "",
+            "batch_size": 0,
+            "batch_flush": "",
+        }
 
     # -- await / cancel -------------------------------------------------------------------------------
     def lookup(self, job_id: str) -> Job | dict:
@@ -992,7 +1084,7 @@ class Engine:
                 return rec
         try:
             row = self.journal.get(job_id)
-        except Exception:  # noqa: BLE001 - journal closed: the daemon is stopping
+        except Exception:
             raise Unavailable("the daemon is shutting down") from None
         if row is None:
             raise NotFound(f"unknown job {job_id!r} (never submitted, or finished longer ago than the retention period)")
@@ -1015,8 +1107,14 @@ class Engine:
             if self.stopped.is_set():
                 raise Unavailable(f"the daemon is shutting down; job {job_id} stays journaled and runs after a restart")
             if deadline is not None and time.monotonic() >= deadline:
-                return {"job_id": job_id, "status": "TIMEOUT", "circuit_id": j.circuit.id, "error": "",
-                        "partitions": [], "timings": {}}
+                return {
+                    "job_id": job_id,
+                    "status": "TIMEOUT",
+                    "circuit_id": j.circuit.id,
+                    "error": "",
+                    "partitions": [],
+                    "timings": {},
+                }
             if not alive():
                 raise Unavailable("caller went away")
 
@@ -1069,25 +1167,43 @@ class Engine:
         queues = []
         for cid in circuits:
             mine = [j for j in jobs if j.circuit.id == cid and not j.final]
-            queues.append({"circuit_id": cid, "pending": sum(1 for j in mine if j.state == QUEUED and j.in_batch is None),
-                           "in_progress": sum(1 for j in mine if j.state == RUNNING),
-                           "batching": batching.get(cid, 0)})
+            queues.append(
+                {
+                    "circuit_id": cid,
+                    "pending": sum(1 for j in mine if j.state == QUEUED and j.in_batch is None),
+                    "in_progress": sum(1 for j in mine if j.state == RUNNING),
+                    "batching": batching.get(cid, 0),
+                }
+            )
         cfg = self.config
-        caps = {"synthesis": cfg.synthesis.partition_workers, "prover_queue": self.prover_queue.capacity,
-                "proving": len(self.workers), "finalizing": self.n_finalizers}
+        caps = {
+            "synthesis": cfg.synthesis.partition_workers,
+            "prover_queue": self.prover_queue.capacity,
+            "proving": len(self.workers),
+            "finalizing": self.n_finalizers,
+        }
         workers = []
         for w in self.workers:
             d = w.device
-            info = {"worker_id": w.id, "device": d.name, "ordinal": d.ordinal, "backend": d.kind,
-                    "current_job": w.current_job, "current_circuit": w.current_circuit,
-                    "busy_ratio": min(1.0, w.busy() / up) if up > 0 else 0.0,
-                    "device_busy_ratio": min(1.0, d.busy() / up) if up > 0 else 0.0, "proofs_started": w.started,
-                    "name": "", "memory_total": 0, "memory_free": 0}
+            info = {
+                "worker_id": w.id,
+                "device": d.name,
+                "ordinal": d.ordinal,
+                "backend": d.kind,
+                "current_job": w.current_job,
+                "current_circuit": w.current_circuit,
+                "busy_ratio": min(1.0, w.busy() / up) if up > 0 else 0.0,
+                "device_busy_ratio": min(1.0, d.busy() / up) if up > 0 else 0.0,
+                "proofs_started": w.started,
+                "name": "",
+                "memory_total": 0,
+                "memory_free": 0,
+            }
             if d.kind == "gpu":
                 try:
                     info["name"] = self._gpu_name(d.ordinal)
                     info["memory_total"], info["memory_free"] = self._gpu_mem(d.ordinal)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
             else:
                 from ..curve.msm import worker_count
@@ -1105,11 +1221,19 @@ class Engine:
             "srs": self.srs.status(),
             "srs_totals": self.srs.totals(),
             "srs_budgets": {"hot": self.srs.hot_budget, "warm": self.srs.warm_budget},
-            "counters": {"total_completed": totals.get(COMPLETED, 0), "total_failed": totals.get(FAILED, 0),
-                         "total_cancelled": totals.get(CANCELLED, 0), "active_jobs": len(jobs),
-                         "queue_depth": sum(q["pending"] + q["batching"] for q in queues)},
-            "memory": {"rss": _rss(), "working_used": self.scheduler.budget.used,
-                       "working_budget": self.scheduler.budget.total, "working_peak": self.scheduler.budget.peak},
+            "counters": {
+                "total_completed": totals.get(COMPLETED, 0),
+                "total_failed": totals.get(FAILED, 0),
+                "total_cancelled": totals.get(CANCELLED, 0),
+                "active_jobs": len(jobs),
+                "queue_depth": sum(q["pending"] + q["batching"] for q in queues),
+            },
+            "memory": {
+                "rss": _rss(),
+                "working_used": self.scheduler.budget.used,
+                "working_budget": self.scheduler.budget.total,
+                "working_peak": self.scheduler.budget.peak,
+            },
         }
 
     # -- housekeeping ---------------------------------------------------------------------------------
@@ -1128,7 +1252,7 @@ class Engine:
                         del self._by_request[rid]
                 if n:
                     log.info("event=journal_purge removed=%d", n)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 if not self.stopped.is_set():
                     log.error("event=gc_error error=%r", str(e))
 

@@ -99,16 +99,28 @@ class Journal:
             return out
 
     # -- jobs -------------------------------------------------------------------------------------
-    def insert_job(self, job_id: str, request_id: str | None, request_hash: str, circuit_id: str, priority: int,
-                   payloads: list[tuple[str, bytes]], submitted_at: float) -> None:
+    def insert_job(
+        self,
+        job_id: str,
+        request_id: str | None,
+        request_hash: str,
+        circuit_id: str,
+        priority: int,
+        payloads: list[tuple[str, bytes]],
+        submitted_at: float,
+    ) -> None:
         def fn(db):
             db.execute(
                 "INSERT INTO jobs (job_id, request_id, request_hash, circuit_id, priority, n_partitions, state, submitted_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)",
-                (job_id, request_id or None, request_hash, circuit_id, priority, len(payloads), submitted_at))
-            db.executemany("INSERT INTO payloads (job_id, part, kind, data) VALUES (?, ?, ?, ?)",
-                           [(job_id, i, k, sqlite3.Binary(d)) for i, (k, d) in enumerate(payloads)])
+                (job_id, request_id or None, request_hash, circuit_id, priority, len(payloads), submitted_at),
+            )
+            db.executemany(
+                "INSERT INTO payloads (job_id, part, kind, data) VALUES (?, ?, ?, ?)",
+                [(job_id, i, k, sqlite3.Binary(d)) for i, (k, d) in enumerate(payloads)],
+            )
             db.execute("INSERT INTO events (job_id, event, at) VALUES (?, 'accepted', ?)", (job_id, submitted_at))
+
         self._tx(fn)
 
     def by_request(self, request_id: str) -> dict | None:
@@ -128,9 +140,13 @@ class Journal:
 
     def mark_started(self, job_id: str, at: float) -> None:
         def fn(db):
-            db.execute("UPDATE jobs SET state='running', started_at=COALESCE(started_at, ?), attempts=attempts+1 "
-                       "WHERE job_id=? AND state IN ('queued','running')", (at, job_id))
+            db.execute(
+                "UPDATE jobs SET state='running', started_at=COALESCE(started_at, ?), attempts=attempts+1 "
+                "WHERE job_id=? AND state IN ('queued','running')",
+                (at, job_id),
+            )
             db.execute("INSERT INTO events (job_id, event, at) VALUES (?, 'started', ?)", (job_id, at))
+
         self._tx(fn)
 
     def finish(self, job_id: str, state: str, at: float, result: dict | None = None, error: str | None = None) -> bool:
@@ -141,13 +157,15 @@ class Journal:
             cur = db.execute(
                 "UPDATE jobs SET state=?, finished_at=?, result=?, error=? WHERE job_id=? AND state NOT IN "
                 "('completed','failed','cancelled')",
-                (state, at, json.dumps(result) if result is not None else None, error, job_id))
+                (state, at, json.dumps(result) if result is not None else None, error, job_id),
+            )
             if cur.rowcount == 0:
                 return False
             # the payload is deleted later by purge_payloads (off the result's critical path: deleting a
             # multi-MB blob costs more than the rest of this transaction)
             db.execute("INSERT INTO events (job_id, event, at, detail) VALUES (?, ?, ?, ?)", (job_id, state, at, error))
             return True
+
         return self._tx(fn)
 
     def unfinished(self) -> list[dict]:
@@ -157,8 +175,11 @@ class Journal:
             return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def event(self, job_id: str, event: str, detail: str | None = None) -> None:
-        self._tx(lambda db: db.execute("INSERT INTO events (job_id, event, at, detail) VALUES (?, ?, ?, ?)",
-                                       (job_id, event, time.time(), detail)))
+        self._tx(
+            lambda db: db.execute(
+                "INSERT INTO events (job_id, event, at, detail) VALUES (?, ?, ?, ?)", (job_id, event, time.time(), detail)
+            )
+        )
 
     def events(self, job_id: str | None = None) -> list[tuple[str, str]]:
         with self._lock:
@@ -170,10 +191,14 @@ class Journal:
 
     def purge(self, older_than: float) -> int:
         """Delete jobs (and their events) that finished before ``older_than`` (unix time)."""
+
         def fn(db):
-            ids = [r[0] for r in db.execute(
-                "SELECT job_id FROM jobs WHERE state IN ('completed','failed','cancelled') AND finished_at < ?",
-                (older_than,)).fetchall()]
+            ids = [
+                r[0]
+                for r in db.execute(
+                    "SELECT job_id FROM jobs WHERE state IN ('completed','failed','cancelled') AND finished_at < ?", (older_than,)
+                ).fetchall()
+            ]
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
                 marks = ",".join("?" * len(chunk))
@@ -181,21 +206,29 @@ class Journal:
                 db.execute(f"DELETE FROM events WHERE job_id IN ({marks})", chunk)
                 db.execute(f"DELETE FROM payloads WHERE job_id IN ({marks})", chunk)
             return len(ids)
+
         return self._tx(fn)
 
     def purge_payloads(self) -> int:
         """Delete the payloads of finished jobs (they are never needed again). Driven by the payloads table,
         which holds only unfinished and just-finished jobs (each looked up by its unique job_id), not by
         the jobs table, which holds every finished job of the retention period."""
+
         def fn(db):
-            return db.execute("DELETE FROM payloads WHERE (SELECT state FROM jobs WHERE jobs.job_id = payloads.job_id)"
-                              " IN ('completed','failed','cancelled')").rowcount
+            return db.execute(
+                "DELETE FROM payloads WHERE (SELECT state FROM jobs WHERE jobs.job_id = payloads.job_id)"
+                " IN ('completed','failed','cancelled')"
+            ).rowcount
+
         return self._tx(fn)
 
     # -- circuits ---------------------------------------------------------------------------------
     def save_circuit(self, cid: str, spec: dict) -> None:
-        self._tx(lambda db: db.execute("INSERT OR REPLACE INTO circuits (id, spec, registered_at) VALUES (?, ?, ?)",
-                                       (cid, json.dumps(spec), time.time())))
+        self._tx(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO circuits (id, spec, registered_at) VALUES (?, ?, ?)", (cid, json.dumps(spec), time.time())
+            )
+        )
 
     def circuits(self) -> list[dict]:
         with self._lock:

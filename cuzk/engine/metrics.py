@@ -26,24 +26,30 @@ class Metrics:
         r = self.registry
         self.submitted = Counter("cuzk_jobs_submitted", "Jobs accepted", ["circuit"], registry=r)
         self.rejected = Counter("cuzk_jobs_rejected", "Submissions refused", ["reason"], registry=r)
-        self.completed = Counter("cuzk_proofs_completed", "Jobs completed (all partitions proved and verified)",
-                                 ["circuit"], registry=r)
+        self.completed = Counter(
+            "cuzk_proofs_completed", "Jobs completed (all partitions proved and verified)", ["circuit"], registry=r
+        )
         self.failed = Counter("cuzk_proofs_failed", "Jobs failed", ["circuit"], registry=r)
         self.cancelled = Counter("cuzk_proofs_cancelled", "Jobs cancelled", ["circuit"], registry=r)
         self.partitions = Counter("cuzk_partitions_proved", "Partition proofs made", ["circuit", "device"], registry=r)
-        self.phase = Histogram("cuzk_phase_seconds", "Per-job phase durations", ["phase"], buckets=PHASE_BUCKETS,
-                               registry=r)
-        self.prover_phase = Histogram("cuzk_prover_phase_seconds", "Prover phases per partition (timer dict)",
-                                      ["phase"], buckets=PHASE_BUCKETS, registry=r)
-        self.duration = Histogram("cuzk_proof_duration_seconds", "Submit-to-result time of completed jobs",
-                                  ["circuit"], buckets=PHASE_BUCKETS, registry=r)
+        self.phase = Histogram("cuzk_phase_seconds", "Per-job phase durations", ["phase"], buckets=PHASE_BUCKETS, registry=r)
+        self.prover_phase = Histogram(
+            "cuzk_prover_phase_seconds", "Prover phases per partition (timer dict)", ["phase"], buckets=PHASE_BUCKETS, registry=r
+        )
+        self.duration = Histogram(
+            "cuzk_proof_duration_seconds",
+            "Submit-to-result time of completed jobs",
+            ["circuit"],
+            buckets=PHASE_BUCKETS,
+            registry=r,
+        )
         self.batches = Counter("cuzk_batches", "Batches released by the batch collector", ["reason"], registry=r)
-        self.batch_size = Histogram("cuzk_batch_size", "Jobs per released batch", buckets=(1, 2, 3, 4, 6, 8, 12, 16, 32),
-                                    registry=r)
+        self.batch_size = Histogram(
+            "cuzk_batch_size", "Jobs per released batch", buckets=(1, 2, 3, 4, 6, 8, 12, 16, 32), registry=r
+        )
         self.srs_loads = Counter("cuzk_srs_loads", "SRS promotions", ["tier", "source"], registry=r)
         self.srs_evictions = Counter("cuzk_srs_evictions", "SRS evictions", ["tier", "reason"], registry=r)
-        self.recovered = Counter("cuzk_jobs_recovered", "Unfinished jobs re-queued from the journal at start-up",
-                                 registry=r)
+        self.recovered = Counter("cuzk_jobs_recovered", "Unfinished jobs re-queued from the journal at start-up", registry=r)
 
     def attach(self, engine) -> None:
         self.registry.register(_EngineCollector(engine))
@@ -75,8 +81,7 @@ class _EngineCollector:
         for name, v in s["stages"].items():
             st.add_metric([name], v["in_flight"])
         yield st
-        b = GaugeMetricFamily("cuzk_worker_busy_ratio", "Busy time / uptime of each prover worker",
-                              labels=["worker", "device"])
+        b = GaugeMetricFamily("cuzk_worker_busy_ratio", "Busy time / uptime of each prover worker", labels=["worker", "device"])
         for w in s["workers"]:
             b.add_metric([str(w["worker_id"]), w["device"]], w["busy_ratio"])
         yield b

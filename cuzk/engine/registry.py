@@ -79,7 +79,8 @@ class Circuit:
             if n_vars != self.n_wires or n_public != self.n_public:
                 raise InvalidArgument(
                     f"{where}.zkey: {path} is for a circuit of {n_vars} wires / {n_public} public signals, "
-                    f"the r1cs has {self.n_wires} / {self.n_public} (is it the key of another circuit?)")
+                    f"the r1cs has {self.n_wires} / {self.n_public} (is it the key of another circuit?)"
+                )
             if domain < 2 or domain & (domain - 1):
                 raise InvalidArgument(f"{where}.zkey: {path}: domainSize {domain} is not a power of two")
             return domain.bit_length() - 1
@@ -93,8 +94,10 @@ class Circuit:
             raise InvalidArgument(f"{where}.params: {path}: truncated ({len(head)} bytes), not bellperson parameters")
         (n_ic,) = struct.unpack(">I", head[864:868])
         if n_ic != self.n_public + 1:
-            raise InvalidArgument(f"{where}.params: {path}: ic has {n_ic} points, the circuit has "
-                                  f"{self.n_public + 1} inputs (is it the key of another circuit?)")
+            raise InvalidArgument(
+                f"{where}.params: {path}: ic has {n_ic} points, the circuit has "
+                f"{self.n_public + 1} inputs (is it the key of another circuit?)"
+            )
         rows = self.n_constraints + self.n_public + 1
         return max(1, (rows - 1).bit_length())
 
@@ -177,11 +180,18 @@ class Circuit:
         return f"the witness violates {desc}; {bad.size} of {self.n_constraints} constraints fail"
 
     def info(self) -> dict:
-        return {"id": self.id, "n_constraints": self.n_constraints, "n_wires": self.n_wires, "n_public": self.n_public,
-                "domain_log": self.domain_log, "partitions": self.partitions, "batchable": self.spec.batchable,
-                "source": self.source, "spec": self.spec.as_dict()}
+        return {
+            "id": self.id,
+            "n_constraints": self.n_constraints,
+            "n_wires": self.n_wires,
+            "n_public": self.n_public,
+            "domain_log": self.domain_log,
+            "partitions": self.partitions,
+            "batchable": self.spec.batchable,
+            "source": self.source,
+            "spec": self.spec.as_dict(),
+        }
 
 
 def same_spec(a: CircuitConfig, b: CircuitConfig) -> bool:
     return a.as_dict() == b.as_dict()
-

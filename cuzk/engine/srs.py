@@ -82,8 +82,17 @@ def write_warm(path: str | Path, pk: ProvingKey, meta: dict) -> int:
         nbytes = memoryview(data).nbytes
         layout[name] = [off, nbytes, dtype, list(shape)]
         off += -(-nbytes // _ALIGN) * _ALIGN
-    header = dict(meta, version=1, style=pk.style, n_vars=pk.n_vars, n_public=pk.n_public, domain_log=pk.domain_log,
-                  n_ic=len(vk.ic), n_cols=ncols, arrays=layout)
+    header = dict(
+        meta,
+        version=1,
+        style=pk.style,
+        n_vars=pk.n_vars,
+        n_public=pk.n_public,
+        domain_log=pk.domain_log,
+        n_ic=len(vk.ic),
+        n_cols=ncols,
+        arrays=layout,
+    )
     hjson = json.dumps(header).encode()
     body_start = -(-(len(MAGIC) + 8 + len(hjson)) // 4096) * 4096
     path = Path(path)
@@ -144,8 +153,19 @@ def map_warm(path: str | Path) -> tuple[ProvingKey, dict]:
     for mname, ncols in header["n_cols"].items():
         mats[mname] = CSR(arr(f"{mname}.row_ptr"), arr(f"{mname}.cols"), arr(f"{mname}.vals"), ncols)
     dens = {d: (arr(d) if d in header["arrays"] else None) for d in ("a_aux_density", "b_inp_density", "b_aux_density")}
-    pk = ProvingKey(header["style"], header["n_vars"], header["n_public"], header["domain_log"], vk, raw,
-                    mats["A"], mats["B"], mats.get("C"), source=header.get("source", str(path)), **dens)
+    pk = ProvingKey(
+        header["style"],
+        header["n_vars"],
+        header["n_public"],
+        header["domain_log"],
+        vk,
+        raw,
+        mats["A"],
+        mats["B"],
+        mats.get("C"),
+        source=header.get("source", str(path)),
+        **dens,
+    )
     pk._objs["_mmap"] = mm  # keeps the mapping alive as long as the key
     return pk, header
 
@@ -213,7 +233,13 @@ class SrsManager:
             if old is not None and (old.refcount() or old.loading):
                 raise FailedPrecondition(f"circuit {e.id!r}: its SRS is in use")
             if old is not None and old.source_id == e.source_id:
-                e.pk, e.warm_path, e.warm_bytes, e.hot, e.last_used = old.pk, old.warm_path, old.warm_bytes, old.hot, old.last_used
+                e.pk, e.warm_path, e.warm_bytes, e.hot, e.last_used = (
+                    old.pk,
+                    old.warm_path,
+                    old.warm_bytes,
+                    old.hot,
+                    old.last_used,
+                )
             else:
                 if old is not None:
                     for dev in list(old.hot):
@@ -251,8 +277,7 @@ class SrsManager:
     def _used(self, tier: int, device: str | None = None) -> int:
         """Bytes in ``tier`` (HOT: on ``device``, or on all devices when None). Caller holds self._lock."""
         if tier == HOT:
-            return sum((e.hot.get(device, 0) if device is not None else sum(e.hot.values()))
-                       for e in self._entries.values())
+            return sum((e.hot.get(device, 0) if device is not None else sum(e.hot.values())) for e in self._entries.values())
         return sum(e.warm_bytes for e in self._entries.values() if e.warm_path is not None)
 
     def hot_used(self, device: str) -> int:
@@ -268,12 +293,20 @@ class SrsManager:
                 used = self._used(HOT, device)
                 if used + need <= budget:
                     return
-                cands = [e for e in self._entries.values() if e is not exclude and device in e.hot
-                         and not e.refs.get(device) and not e.loading]
+                cands = [
+                    e
+                    for e in self._entries.values()
+                    if e is not exclude and device in e.hot and not e.refs.get(device) and not e.loading
+                ]
                 if not cands:
                     if need:
-                        log.warning("event=srs_over_budget tier=HOT device=%s used=%d need=%d budget=%d (all in use)",
-                                    device, used, need, budget)
+                        log.warning(
+                            "event=srs_over_budget tier=HOT device=%s used=%d need=%d budget=%d (all in use)",
+                            device,
+                            used,
+                            need,
+                            budget,
+                        )
                     return
                 victim = min(cands, key=lambda e: e.last_used)
                 self._drop_hot(victim, device, reason="budget")
@@ -284,8 +317,11 @@ class SrsManager:
                 used = self._used(WARM)
                 if used + need <= self.warm_budget:
                     return
-                cands = [e for e in self._entries.values() if e is not exclude and e.warm_path is not None
-                         and not e.hot and not e.refcount() and not e.loading]
+                cands = [
+                    e
+                    for e in self._entries.values()
+                    if e is not exclude and e.warm_path is not None and not e.hot and not e.refcount() and not e.loading
+                ]
                 if not cands:
                     if need:
                         log.warning("event=srs_over_budget tier=WARM used=%d need=%d budget=%d", used, need, self.warm_budget)
@@ -346,7 +382,13 @@ class SrsManager:
             e.pk = pk
         if self.metrics:
             self.metrics.srs_loads.labels(tier="WARM", source=src).inc()
-        log.info("event=srs_load circuit=%s to=WARM from=%s ms=%.1f bytes=%d", e.id, src, (time.perf_counter() - t0) * 1e3, e.warm_bytes)
+        log.info(
+            "event=srs_load circuit=%s to=WARM from=%s ms=%.1f bytes=%d",
+            e.id,
+            src,
+            (time.perf_counter() - t0) * 1e3,
+            e.warm_bytes,
+        )
         return pk
 
     def _parse_cold(self, e: Entry) -> ProvingKey:
@@ -395,8 +437,14 @@ class SrsManager:
                         e.hot[device] = nbytes
                     if self.metrics:
                         self.metrics.srs_loads.labels(tier="HOT", source=TIER_NAMES[prev]).inc()
-                    log.info("event=srs_load circuit=%s to=HOT device=%s from=%s ms=%.1f bytes=%d", cid, device,
-                             TIER_NAMES[prev], (time.perf_counter() - t1) * 1e3, nbytes)
+                    log.info(
+                        "event=srs_load circuit=%s to=HOT device=%s from=%s ms=%.1f bytes=%d",
+                        cid,
+                        device,
+                        TIER_NAMES[prev],
+                        (time.perf_counter() - t1) * 1e3,
+                        nbytes,
+                    )
                 with self._lock:
                     e.refs[device] = e.refs.get(device, 0) + 1
                     e.last_used = time.monotonic()
@@ -433,7 +481,9 @@ class SrsManager:
         to_tier = WARM if to_tier == HOT else to_tier
         with e.lock, self._lock:
             if e.refcount():
-                raise FailedPrecondition(f"circuit {cid!r}: its SRS is in use by {e.refcount()} proof(s); try again when they finish")
+                raise FailedPrecondition(
+                    f"circuit {cid!r}: its SRS is in use by {e.refcount()} proof(s); try again when they finish"
+                )
             was = e.tier() < to_tier
             freed = 0
             for dev in list(e.hot):
@@ -451,10 +501,20 @@ class SrsManager:
                 t = e.tier()
                 hot = sum(e.hot.values())
                 size = hot if t == HOT else (e.warm_bytes if t == WARM else e.cold_bytes)
-                out.append({"circuit_id": e.id, "tier": TIER_NAMES[t], "tier_code": t, "size_bytes": size,
-                            "ref_count": e.refcount(), "hot_bytes": hot, "warm_bytes": e.warm_bytes,
-                            "cold_bytes": e.cold_bytes, "hot_devices": sorted(e.hot),
-                            "last_used_secs_ago": (now - e.last_used) if e.last_used else -1.0})
+                out.append(
+                    {
+                        "circuit_id": e.id,
+                        "tier": TIER_NAMES[t],
+                        "tier_code": t,
+                        "size_bytes": size,
+                        "ref_count": e.refcount(),
+                        "hot_bytes": hot,
+                        "warm_bytes": e.warm_bytes,
+                        "cold_bytes": e.cold_bytes,
+                        "hot_devices": sorted(e.hot),
+                        "last_used_secs_ago": (now - e.last_used) if e.last_used else -1.0,
+                    }
+                )
         return out
 
     def totals(self) -> dict[str, int]:

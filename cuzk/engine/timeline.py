@@ -27,7 +27,7 @@ class Timeline:
         self.t0 = time.monotonic()
         self._ring: deque[str] = deque(maxlen=capacity)
         self._lock = threading.Lock()
-        self._fh = open(path, "a", buffering=1) if path else None  # noqa: SIM115 - lives with the engine
+        self._fh = open(path, "a", buffering=1) if path else None
         self._stderr = os.environ.get("CUZK_TIMELINE", "") not in ("", "0") if to_stderr is None else to_stderr
 
     def event(self, name: str, job: str = "", part: int = -1, device: str = "", detail: str = "") -> None:
@@ -143,7 +143,9 @@ def plot(a: Analysis, path: str, title: str = "cuzk pipeline timeline") -> None:
         from .. import CuzkError
 
         raise CuzkError("plotting a timeline needs matplotlib: pip install -e '.[plot]'") from None
-    rows = sorted({(iv.job, iv.part) for iv in a.intervals}, key=lambda r: min(iv.start for iv in a.intervals if (iv.job, iv.part) == r))
+    rows = sorted(
+        {(iv.job, iv.part) for iv in a.intervals}, key=lambda r: min(iv.start for iv in a.intervals if (iv.job, iv.part) == r)
+    )
     index = {r: i for i, r in enumerate(rows)}
     colors = {"SYNTH": "#4c72b0", "PROVE": "#dd8452", "FINALIZE": "#55a868"}
     fig, ax = plt.subplots(figsize=(11, max(2.5, 0.22 * len(rows) + 1.5)))

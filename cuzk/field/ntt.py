@@ -17,7 +17,7 @@ import numba as nb
 import numpy as np
 
 from . import fr
-from .constants import FR_TWO_ADICITY, R, SNARKJS_ROOT_GENERATOR, root_of_unity
+from .constants import FR_TWO_ADICITY, SNARKJS_ROOT_GENERATOR, R, root_of_unity
 from .fr import mod_add, mod_sub, mont_mul
 
 

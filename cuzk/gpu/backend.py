@@ -39,7 +39,9 @@ class DeviceKey:
         """``points``: vectors already on the device (from the GPU setup) instead of uploading pk.raw."""
         self.device = device
         with cupy.cuda.Device(device), op_errors(f"uploading the SRS of {pk.source} to GPU {device}"):
-            self.points = points if points is not None else {name: gmsm.upload_points(pk.raw[name], g) for name, g in _GROUP.items()}
+            self.points = (
+                points if points is not None else {name: gmsm.upload_points(pk.raw[name], g) for name, g in _GROUP.items()}
+            )
             self.mats = {}
             for key, m in (("A", pk.A), ("B", pk.B), ("C", pk.C)):
                 if m is not None:
@@ -50,7 +52,8 @@ class DeviceKey:
                 self.a_index = cupy.asarray(np.concatenate([np.arange(n_in), aux_idx(pk.a_aux_density)]))
                 self.b_index = cupy.asarray(np.concatenate([np.flatnonzero(pk.b_inp_density), aux_idx(pk.b_aux_density)]))
         self.nbytes = sum(int(a.nbytes) for a in self.points.values()) + sum(
-            int(x.nbytes) for v in self.mats.values() for x in v[:3])
+            int(x.nbytes) for v in self.mats.values() for x in v[:3]
+        )
 
 
 _key_lock = threading.Lock()
@@ -175,7 +178,14 @@ def upload_fr(v: np.ndarray) -> cupy.ndarray:
 def spmv(mat, w: cupy.ndarray, out: cupy.ndarray) -> cupy.ndarray:
     """out[:rows] = M w (out is zeroed by the caller beyond the matrix's rows)."""
     row_ptr, cols, vals, rows = mat
-    launch("fr_ops", "spmv_csr", grid_for(rows), BLOCK, (row_ptr, cols, vals, w, out, np.uint32(rows)), f"sparse mat-vec of {rows} rows")
+    launch(
+        "fr_ops",
+        "spmv_csr",
+        grid_for(rows),
+        BLOCK,
+        (row_ptr, cols, vals, w, out, np.uint32(rows)),
+        f"sparse mat-vec of {rows} rows",
+    )
     return out
 
 

@@ -98,7 +98,7 @@ def nvrtc_version() -> str:
 
         err, major, minor = nvrtc.nvrtcVersion()
         return f"{major}.{minor}"
-    except Exception:  # noqa: BLE001 - fall back to CuPy's view
+    except Exception:
         import cupy
 
         return "cupy-" + ".".join(map(str, cupy.cuda.nvrtc.getVersion()))

@@ -100,8 +100,16 @@ def affine_round_limit() -> int:
     return _env_int("CUZK_MSM_AFFINE_ROUNDS", 16)
 
 
-def _affine_rounds(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bounds: cupy.ndarray, total: int,
-                   op: str, force_first: bool, prof: "_Profile") -> tuple[cupy.ndarray | None, cupy.ndarray, int]:
+def _affine_rounds(
+    group: int,
+    bases: cupy.ndarray,
+    entries: cupy.ndarray,
+    bounds: cupy.ndarray,
+    total: int,
+    op: str,
+    force_first: bool,
+    prof: _Profile,
+) -> tuple[cupy.ndarray | None, cupy.ndarray, int]:
     """Batch-affine rounds over bucket-sorted ``entries`` (``bounds``: total + 1 offsets): each round adds
     the points of every bucket in consecutive pairs, so a bucket of n becomes ceil(n / 2) points.
     Rounds stop when every bucket holds one point, when under an eighth of the points would still pair
@@ -112,7 +120,9 @@ def _affine_rounds(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bound
     counts = bounds[1:] - bounds[:-1]
     max_count = int(counts.max()) if total else 0
     src, in_bounds, m_in, rounds = None, bounds, int(bounds[-1]), 0
-    while (rounds == 0 and force_first) or (rounds < affine_round_limit() and max_count > 1 and m_in >= _env_int("CUZK_MSM_AFFINE_MIN", AFFINE_MIN_POINTS)):
+    while (rounds == 0 and force_first) or (
+        rounds < affine_round_limit() and max_count > 1 and m_in >= _env_int("CUZK_MSM_AFFINE_MIN", AFFINE_MIN_POINTS)
+    ):
         out_counts = (counts + 1) >> 1
         out_bounds = cupy.zeros(total + 1, dtype=cupy.uint32)
         out_bounds[1:] = cupy.cumsum(out_counts, dtype=cupy.uint64)
@@ -123,11 +133,23 @@ def _affine_rounds(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bound
         dst = _poisoned((m_out, POINT_WORDS[group]))
         nthreads = -(-m_out // K)
         if src is None:
-            launch("msm", _k(group, "affine_round_gather"), grid_for(nthreads, 128), 128,
-                   (bases, entries, in_bounds, out_bounds, u32(total), u32(m_out), u32(K), dst), op)
+            launch(
+                "msm",
+                _k(group, "affine_round_gather"),
+                grid_for(nthreads, 128),
+                128,
+                (bases, entries, in_bounds, out_bounds, u32(total), u32(m_out), u32(K), dst),
+                op,
+            )
         else:
-            launch("msm", _k(group, "affine_round"), grid_for(nthreads, 128), 128,
-                   (src, in_bounds, out_bounds, u32(total), u32(m_out), u32(K), dst), op)
+            launch(
+                "msm",
+                _k(group, "affine_round"),
+                grid_for(nthreads, 128),
+                128,
+                (src, in_bounds, out_bounds, u32(total), u32(m_out), u32(K), dst),
+                op,
+            )
         src, in_bounds, counts, m_in = dst, out_bounds, out_counts, m_out
         max_count = (max_count + 1) // 2
         rounds += 1
@@ -135,8 +157,17 @@ def _affine_rounds(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bound
     return src, in_bounds, max_count
 
 
-def _affine_then_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bounds: cupy.ndarray, total: int,
-                      nwin: int, op: str, prof: "_Profile", mark: str) -> tuple[cupy.ndarray, cupy.ndarray, int]:
+def _affine_then_even(
+    group: int,
+    bases: cupy.ndarray,
+    entries: cupy.ndarray,
+    bounds: cupy.ndarray,
+    total: int,
+    nwin: int,
+    op: str,
+    prof: _Profile,
+    mark: str,
+) -> tuple[cupy.ndarray, cupy.ndarray, int]:
     """Batch-affine rounds window group by window group (one group's first-round output is bounded by
     AFFINE_GROUP_BYTES, CUZK_MSM_AFFINE_GROUP_BYTES), their points then accumulated by the even accumulation over all windows.
     Returns (partials, bounds of the accumulated points, S) as _accumulate_even's callers expect."""
@@ -146,7 +177,9 @@ def _affine_then_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bo
     groups, w0 = [], 0
     while w0 < nwin:
         w1 = w0 + 1
-        while w1 < nwin and (int(bounds_host[w1 + 1]) - int(bounds_host[w0])) * half_point <= _env_int("CUZK_MSM_AFFINE_GROUP_BYTES", AFFINE_GROUP_BYTES):
+        while w1 < nwin and (int(bounds_host[w1 + 1]) - int(bounds_host[w0])) * half_point <= _env_int(
+            "CUZK_MSM_AFFINE_GROUP_BYTES", AFFINE_GROUP_BYTES
+        ):
             w1 += 1
         groups.append((w0, w1))
         w0 = w1
@@ -265,8 +298,18 @@ class _Profile:
             _Profile.totals[name] = _Profile.totals.get(name, 0.0) + cupy.cuda.get_elapsed_time(a, b)
 
 
-def _accumulate_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bounds: cupy.ndarray, total: int,
-                     n_entries: int, max_count: int, op: str, prof: "_Profile", mark: str) -> tuple[cupy.ndarray, int]:
+def _accumulate_even(
+    group: int,
+    bases: cupy.ndarray,
+    entries: cupy.ndarray,
+    bounds: cupy.ndarray,
+    total: int,
+    n_entries: int,
+    max_count: int,
+    op: str,
+    prof: _Profile,
+    mark: str,
+) -> tuple[cupy.ndarray, int]:
     """Even accumulation of bucket-sorted ``entries`` (``bounds``: total + 1 bucket offsets), then the
     tree rounds that combine each bucket's pieces; returns (partials, S): bucket b's sum is in slot
     b + bounds[b] // S (see bucket_value in msm.cu). ``max_count``: the largest bucket."""
@@ -275,8 +318,14 @@ def _accumulate_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bou
     partials = _poisoned((total + nthreads, XYZZ_WORDS[group]))  # slots b + t; the unused ones are never read
     first_bucket = _poisoned(nthreads, cupy.uint32)
     ilp = accumulation_ranges_per_thread()
-    launch("msm", _k(group, "accumulate_even"), grid_for(-(-nthreads // ilp), 128), 128,
-           (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials, first_bucket), op)
+    launch(
+        "msm",
+        _k(group, "accumulate_even"),
+        grid_for(-(-nthreads // ilp), 128),
+        128,
+        (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials, first_bucket),
+        op,
+    )
     prof.mark(mark)
     # a bucket's pieces: at most ceil(count / S) + 1 (one more when it starts inside a thread's range)
     max_pieces = -(-max_count // S) + 1
@@ -284,11 +333,23 @@ def _accumulate_even(group: int, bases: cupy.ndarray, entries: cupy.ndarray, bou
     checked = dict(runtime.VARIANTS.get("msm", ())).get("CUZK_MSM_CHECK_INDEX", "0") == "1"
     while step < max_pieces:  # tree rounds over the pieces of the crowded buckets
         if checked:  # the index-checking kernel (a debugging build of the msm module)
-            launch("msm", _k(group, "combine_pieces_checked"), grid_for(nthreads, 128), 128,
-                   (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step), u32(total)), op)
+            launch(
+                "msm",
+                _k(group, "combine_pieces_checked"),
+                grid_for(nthreads, 128),
+                128,
+                (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step), u32(total)),
+                op,
+            )
         else:
-            launch("msm", _k(group, "combine_pieces"), grid_for(nthreads, 128), 128,
-                   (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step)), op)
+            launch(
+                "msm",
+                _k(group, "combine_pieces"),
+                grid_for(nthreads, 128),
+                128,
+                (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step)),
+                op,
+            )
         step *= 2
     return partials, S
 
@@ -301,8 +362,9 @@ def ones_mode() -> str:
     return env_choice("CUZK_MSM_ONES", ("compact", "masked"))
 
 
-def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool,
-               stats: MsmStats) -> tuple[list, int, np.ndarray | None]:
+def _msm_chunk(
+    group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool, stats: MsmStats
+) -> tuple[list, int, np.ndarray | None]:
     """One MSM on device arrays; returns ([(window sum XYZZ words, shift)], window, ones-sum words)."""
     n = scalars.shape[0]
     words = XYZZ_WORDS[group]
@@ -377,12 +439,21 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         prof.mark("scan")
         entries = _poisoned(max(1, n_entries), cupy.uint32)
         cursor = offsets.copy()
-        launch("msm", "msm_scatter", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), cursor, entries), op)
+        launch(
+            "msm", "msm_scatter", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), cursor, entries), op
+        )
         del cursor
         if not even:
             item_start = _poisoned(max(1, nitems), cupy.uint32)
             item_len = _poisoned(max(1, nitems), cupy.uint32)
-            launch("msm", "msm_make_items", grid_for(total), BLOCK, (counts, offsets, item_offsets, u32(total), u32(ITEM_ENTRIES), item_start, item_len), op)
+            launch(
+                "msm",
+                "msm_make_items",
+                grid_for(total),
+                BLOCK,
+                (counts, offsets, item_offsets, u32(total), u32(ITEM_ENTRIES), item_start, item_len),
+                op,
+            )
             del bounds
         del offsets
         prof.mark("scatter")
@@ -396,11 +467,25 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
             del entries
             prof.mark("combine")
             if not fused:
-                launch("msm", _k(group, "bucket_sum_even"), grid_for(total, 128), 128, (partials, bounds, u32(total), u32(S), buckets), op)
+                launch(
+                    "msm",
+                    _k(group, "bucket_sum_even"),
+                    grid_for(total, 128),
+                    128,
+                    (partials, bounds, u32(total), u32(S), buckets),
+                    op,
+                )
                 del partials, bounds
         else:
             partials = _poisoned((max(1, nitems), words))
-            launch("msm", _k(group, "accumulate"), grid_for(nitems, 128), 128, (bases, entries, item_start, item_len, u32(nitems), partials), op)
+            launch(
+                "msm",
+                _k(group, "accumulate"),
+                grid_for(nitems, 128),
+                128,
+                (bases, entries, item_start, item_len, u32(nitems), partials),
+                op,
+            )
             del entries, item_start, item_len
             prof.mark("accumulate")
             launch("msm", _k(group, "bucket_sum"), grid_for(total, 128), 128, (partials, item_offsets, u32(total), buckets), op)
@@ -412,12 +497,24 @@ def _msm_chunk(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: i
         segT = _poisoned((nwin * nseg, words))
         segA = _poisoned((nwin * nseg, words))
         if fused:  # buckets summed from the accumulation's pieces inside the first reduction level
-            launch("msm", _k(group, "segments_even"), grid_for(nwin * nseg, 64), 64,
-                   (partials, bounds, u32(S), u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA), op)
+            launch(
+                "msm",
+                _k(group, "segments_even"),
+                grid_for(nwin * nseg, 64),
+                64,
+                (partials, bounds, u32(S), u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA),
+                op,
+            )
             del partials, bounds
         else:
-            launch("msm", _k(group, "segments"), grid_for(nwin * nseg, 64), 64,
-                   (buckets, u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA), op)
+            launch(
+                "msm",
+                _k(group, "segments"),
+                grid_for(nwin * nseg, 64),
+                64,
+                (buckets, u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA),
+                op,
+            )
         del buckets
         prof.mark("segments")
         G = max(1, -(-nseg // (rb * WINDOW_K)))
@@ -452,8 +549,15 @@ def _combine(group: int, windows: list, extra) -> object:
     return acc
 
 
-def msm(group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None = None, ones: bool = True,
-        chunk: int | None = None, stats: MsmStats | None = None):
+def msm(
+    group: int,
+    bases: cupy.ndarray,
+    scalars: cupy.ndarray,
+    window: int | None = None,
+    ones: bool = True,
+    chunk: int | None = None,
+    stats: MsmStats | None = None,
+):
     """sum_i scalars[i] * bases[i] (scalars: device Montgomery Fr vector; bases: device LEM points)."""
     n = scalars.shape[0]
     if bases.shape[0] < n:
@@ -487,4 +591,4 @@ def upload_points(raw, group: int) -> cupy.ndarray:
     return cupy.asarray(host)
 
 
-__all__ = ["msm", "choose_window", "upload_points", "MsmStats", "R"]
+__all__ = ["MsmStats", "R", "choose_window", "msm", "upload_points"]

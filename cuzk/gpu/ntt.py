@@ -16,7 +16,7 @@ import cupy
 import numpy as np
 
 from ..field import fr
-from ..field.constants import R, SNARKJS_ROOT_GENERATOR
+from ..field.constants import SNARKJS_ROOT_GENERATOR, R
 from ..field.ntt import Domain as CpuDomain
 from .runtime import BLOCK, env_choice, grid_for, launch, op_errors, u32
 
@@ -113,7 +113,9 @@ class GpuDomain:
         """Validate one vector (n, 4) or a batch (b, n, 4) of vectors; returns the batch size."""
         ok_shape = a.shape[-2:] == (self.size, 4) and a.ndim in (2, 3)
         if not ok_shape or a.dtype != cupy.uint64 or not a.flags.c_contiguous:
-            raise ValueError(f"expected a contiguous device Fr vector of shape ([batch,] {self.size}, 4), got {a.shape} {a.dtype}")
+            raise ValueError(
+                f"expected a contiguous device Fr vector of shape ([batch,] {self.size}, 4), got {a.shape} {a.dtype}"
+            )
         return 1 if a.ndim == 2 else a.shape[0]
 
     def _passes(self, a: cupy.ndarray, dit: bool, inverse: bool) -> None:
@@ -124,8 +126,14 @@ class GpuDomain:
         for lo, s, u in plan_passes(self.log_n, dit):
             grid = (1 << (self.log_n - s - u), batch)
             kernel, block = ("ntt_pass_r4", 1 << (s + u - 2)) if radix4 and s >= 2 else ("ntt_pass", 1 << (s + u - 1))
-            launch("ntt", kernel, grid, block,
-                   (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit)), np.uint64(self.size)), op)
+            launch(
+                "ntt",
+                kernel,
+                grid,
+                block,
+                (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit)), np.uint64(self.size)),
+                op,
+            )
 
     def _scale_table(self, g: int, scale: int) -> tuple:
         """Device tables for scale * g^e (see _split_powers), cached per (g, scale)."""
@@ -138,15 +146,26 @@ class GpuDomain:
         return cached
 
     def bit_reverse(self, a: cupy.ndarray) -> None:
-        launch("ntt", "fr_bit_reverse", (grid_for(self.size), self._check(a)), BLOCK, (a, u32(self.log_n), np.uint64(self.size)),
-               f"bit reversal 2^{self.log_n}")
+        launch(
+            "ntt",
+            "fr_bit_reverse",
+            (grid_for(self.size), self._check(a)),
+            BLOCK,
+            (a, u32(self.log_n), np.uint64(self.size)),
+            f"bit reversal 2^{self.log_n}",
+        )
 
     def scale_powers(self, a: cupy.ndarray, g: int, scale: int = 1, reversed_order: bool = False) -> None:
         """a[i] *= scale * g^idx (idx = bitrev(i) if the data is in bit-reversed order)."""
         lo, hi, b = self._scale_table(g, scale)
-        launch("ntt", "fr_scale_powers", (grid_for(self.size), self._check(a)), BLOCK,
-               (a, u32(self.size), u32(self.log_n), u32(int(reversed_order)), lo, hi, u32(b), np.uint64(self.size)),
-               f"coset scaling 2^{self.log_n}")
+        launch(
+            "ntt",
+            "fr_scale_powers",
+            (grid_for(self.size), self._check(a)),
+            BLOCK,
+            (a, u32(self.size), u32(self.log_n), u32(int(reversed_order)), lo, hi, u32(b), np.uint64(self.size)),
+            f"coset scaling 2^{self.log_n}",
+        )
 
     # natural-order transforms (same contract as cuzk.field.ntt.Domain), in place
     def ntt(self, a: cupy.ndarray) -> cupy.ndarray:
@@ -198,4 +217,3 @@ def _domain_cached(dev: int, log_n: int, generator: int) -> GpuDomain:
 
 def domain(log_n: int, generator: int = SNARKJS_ROOT_GENERATOR) -> GpuDomain:
     return _domain_cached(cupy.cuda.Device().id, log_n, generator)
-

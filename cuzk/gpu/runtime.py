@@ -24,6 +24,7 @@ class GpuOutOfMemory(GpuError):
 
 _kernels: dict[tuple, object] = {}
 
+
 # Kernel variants (#defines) per module, e.g. {"msm": (("CUZK_MUL_PTX", "1"),)}: set by benchmarks, or from
 # the environment: CUZK_KERNEL_DEFINES="CUZK_MUL_PTX=1,CUZK_ACC_MINB=3" for every module, and
 # CUZK_KERNEL_DEFINES_<MODULE> (e.g. CUZK_KERNEL_DEFINES_MSM) for one module, in its place (bisecting a

@@ -69,7 +69,14 @@ def transpose_matvec(m: CSR, x: cupy.ndarray) -> cupy.ndarray:
     row_ptr[1:] = cupy.cumsum(cupy.bincount(cols, minlength=m.n_cols))
     del cols, order, counts
     out = cupy.zeros((m.n_cols, 4), dtype=cupy.uint64)
-    launch("fr_ops", "spmv_csr", grid_for(m.n_cols), BLOCK, (row_ptr, rows, vals, x, out, _U32(m.n_cols)), "setup: transposed mat-vec")
+    launch(
+        "fr_ops",
+        "spmv_csr",
+        grid_for(m.n_cols),
+        BLOCK,
+        (row_ptr, rows, vals, x, out, _U32(m.n_cols)),
+        "setup: transposed mat-vec",
+    )
     return out
 
 
@@ -87,8 +94,9 @@ def fixed_base(tables: _Tables, group: int, scalars: cupy.ndarray, op: str) -> c
     return out
 
 
-def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: bool = False,
-          host_copy: bool | set[str] = True) -> ProvingKey:
+def setup(
+    pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: bool = False, host_copy: bool | set[str] = True
+) -> ProvingKey:
     """Keys for ``pce`` made on the current GPU; the device copy is attached to the returned key.
 
     ``host_copy``: download every SRS vector to the host (True, needed to write the key or to prove on

@@ -33,7 +33,7 @@ class Proof:
         return self.a.to_compressed_bytes() + self.b.to_compressed_bytes() + self.c.to_compressed_bytes()
 
     @staticmethod
-    def from_bytes(data: bytes, what: str = "proof") -> "Proof":
+    def from_bytes(data: bytes, what: str = "proof") -> Proof:
         if len(data) != PROOF_BYTES:
             raise pts.PointError(f"{what}: {len(data)} bytes, expected {PROOF_BYTES} (compressed A || B || C)")
         return Proof(
@@ -147,7 +147,11 @@ def proof_from_json(obj, where: str = "proof") -> Proof:
         raise JsonFormatError(f"{where}: protocol {obj.get('protocol')!r}, expected 'groth16'")
     if obj.get("curve", "bls12381") not in ("bls12381", "bls12-381"):
         raise JsonFormatError(f"{where}: curve {obj.get('curve')!r}, expected 'bls12381'")
-    return Proof(g1_from_json(obj["pi_a"], f"{where}: pi_a"), g2_from_json(obj["pi_b"], f"{where}: pi_b"), g1_from_json(obj["pi_c"], f"{where}: pi_c"))
+    return Proof(
+        g1_from_json(obj["pi_a"], f"{where}: pi_a"),
+        g2_from_json(obj["pi_b"], f"{where}: pi_b"),
+        g1_from_json(obj["pi_c"], f"{where}: pi_c"),
+    )
 
 
 def write_proof_json(path, p: Proof) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import struct
 
-
 from ..curve import points as pts
 from ..r1cs.binfile import FormatError, map_file
 from ..r1cs.pce import PCE
@@ -63,7 +62,9 @@ class _Cursor:
 
     def take(self, n: int, what: str) -> memoryview:
         if self.pos + n > len(self.data):
-            raise FormatError(f"{self.path}: truncated in {what}: needs {n} bytes at offset {self.pos}, file has {len(self.data) - self.pos} left")
+            raise FormatError(
+                f"{self.path}: truncated in {what}: needs {n} bytes at offset {self.pos}, file has {len(self.data) - self.pos} left"
+            )
         v = self.data[self.pos : self.pos + n]
         self.pos += n
         return v
@@ -115,19 +116,30 @@ def read_params(path: str | os.PathLike, pce: PCE) -> ProvingKey:
         "b2": int(dens_b.sum()),
     }
     if len(vk.ic) != expect["ic"]:
-        raise FormatError(f"{path}: ic has {len(vk.ic)} points, the circuit has {n_inputs} inputs (is this the key of another circuit?)")
+        raise FormatError(
+            f"{path}: ic has {len(vk.ic)} points, the circuit has {n_inputs} inputs (is this the key of another circuit?)"
+        )
     raw = {}
     for name, group in _VECTORS[1:]:
         n = cur.count(name)
         if n != expect[name]:
-            raise FormatError(f"{path}: vector {name} has {n} points, expected {expect[name]} for this circuit (is this the key of another circuit?)")
+            raise FormatError(
+                f"{path}: vector {name} has {n} points, expected {expect[name]} for this circuit (is this the key of another circuit?)"
+            )
         size = 96 if group == 1 else 192
         raw[name] = pts.uncompressed_to_lem(cur.take(n * size, name), n, group, f"{path}: {name}")
     if cur.pos != len(cur.data):
         raise FormatError(f"{path}: {len(cur.data) - cur.pos} trailing bytes after the b_g2 vector")
     return ProvingKey(
-        BELLPERSON, pce.n_wires, pce.n_public, log_n, vk, raw,
+        BELLPERSON,
+        pce.n_wires,
+        pce.n_public,
+        log_n,
+        vk,
+        raw,
         *pce.qap_matrices(),
-        a_aux_density=dens_a[n_inputs:].copy(), b_inp_density=dens_b[:n_inputs].copy(), b_aux_density=dens_b[n_inputs:].copy(),
+        a_aux_density=dens_a[n_inputs:].copy(),
+        b_inp_density=dens_b[:n_inputs].copy(),
+        b_aux_density=dens_b[n_inputs:].copy(),
         source=path,
     )

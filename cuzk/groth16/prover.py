@@ -129,14 +129,14 @@ _BACKENDS: dict[str, object] = {}
 def get_backend(name: str = "cpu"):
     """'cpu', 'gpu' or 'auto' (GPU when CuPy sees one, else CPU)."""
     if name == "auto":
-        from .. import gpu as _gpu  # noqa: PLC0415 - optional layer
+        from .. import gpu as _gpu
 
         name = "gpu" if _gpu.available() else "cpu"
     if name not in _BACKENDS:
         if name == "cpu":
             _BACKENDS[name] = CpuBackend()
         elif name == "gpu":
-            from ..gpu.backend import GpuBackend  # noqa: PLC0415
+            from ..gpu.backend import GpuBackend
 
             _BACKENDS[name] = GpuBackend()
         else:
@@ -167,8 +167,16 @@ def check_witness(pk: ProvingKey, w: np.ndarray, what: str = "witness") -> None:
         raise WitnessError(f"{what}: w[0] must be 1 (the constant wire)")
 
 
-def prove_start(pk: ProvingKey, w: np.ndarray, backend: str | object = "cpu", r: int | None = None,
-                s: int | None = None, verify_proof: bool = True, label: str = "", timer: Timer | None = None) -> PendingProof:
+def prove_start(
+    pk: ProvingKey,
+    w: np.ndarray,
+    backend: str | object = "cpu",
+    r: int | None = None,
+    s: int | None = None,
+    verify_proof: bool = True,
+    label: str = "",
+    timer: Timer | None = None,
+) -> PendingProof:
     check_witness(pk, w)
     be = get_backend(backend) if isinstance(backend, str) else backend
     timer = timer or Timer(label)
@@ -197,11 +205,20 @@ def prove_finish(p: PendingProof) -> ProveResult:
             ok = verify(p.pk.vk, p.public, proof)
         if not ok:
             who = f"job {p.label}" if p.label else "proof"
-            raise ProofCheckError(f"{who}: self-check failed on the {p.backend.name} backend (key {p.pk.source}); "
-                                  f"the witness does not satisfy the circuit or the key is corrupt; no proof returned")
+            raise ProofCheckError(
+                f"{who}: self-check failed on the {p.backend.name} backend (key {p.pk.source}); "
+                f"the witness does not satisfy the circuit or the key is corrupt; no proof returned"
+            )
     return ProveResult(proof, p.public, p.timer.total(), p.backend.name)
 
 
-def prove(pk: ProvingKey, w: np.ndarray, backend: str | object = "cpu", r: int | None = None, s: int | None = None,
-          verify_proof: bool = True, label: str = "") -> ProveResult:
+def prove(
+    pk: ProvingKey,
+    w: np.ndarray,
+    backend: str | object = "cpu",
+    r: int | None = None,
+    s: int | None = None,
+    verify_proof: bool = True,
+    label: str = "",
+) -> ProveResult:
     return prove_finish(prove_start(pk, w, backend, r, s, verify_proof, label))

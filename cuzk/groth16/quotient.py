@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..field import fr
-from ..field.constants import BELLPERSON_GENERATOR, R, SNARKJS_ROOT_GENERATOR, root_of_unity
+from ..field.constants import BELLPERSON_GENERATOR, SNARKJS_ROOT_GENERATOR, R, root_of_unity
 from ..field.ntt import domain
 from ..timing import Timer
 from .keys import SNARKJS
@@ -35,7 +35,9 @@ def coset_params(style: str, log_n: int) -> tuple[int, int]:
     return BELLPERSON_GENERATOR, BELLPERSON_GENERATOR
 
 
-def quotient_scalars(style: str, log_n: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, timer: Timer | None = None) -> np.ndarray:
+def quotient_scalars(
+    style: str, log_n: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, timer: Timer | None = None
+) -> np.ndarray:
     """H-MSM scalars (Montgomery Fr vector: n entries for snarkjs, n - 1 for bellperson)."""
     timer = timer or Timer()
     n = 1 << log_n

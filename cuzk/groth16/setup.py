@@ -23,7 +23,7 @@ from py_arkworks_bls12381 import G1Point, G2Point
 from ..curve.fixed_base import FixedBase
 from ..curve.msm import scalar
 from ..field import fr
-from ..field.constants import BELLPERSON_GENERATOR, R, SNARKJS_ROOT_GENERATOR, root_of_unity
+from ..field.constants import BELLPERSON_GENERATOR, SNARKJS_ROOT_GENERATOR, R, root_of_unity
 from ..r1cs.pce import CSR, PCE, empty_rows, transpose
 from ..timing import Timer
 from .keys import BELLPERSON, SNARKJS, ProvingKey, VerifyingKey
@@ -108,12 +108,24 @@ def assemble_key(pce: PCE, p: SetupPlan, mats: tuple[CSR, CSR, CSR], raw: dict, 
     A, B, C = mats
     if p.style == SNARKJS:
         pad = p.n - p.rows
-        return ProvingKey(SNARKJS, pce.n_wires, pce.n_public, p.log_n, vk, raw, empty_rows(A, pad), empty_rows(B, pad), None, source=source)
+        return ProvingKey(
+            SNARKJS, pce.n_wires, pce.n_public, p.log_n, vk, raw, empty_rows(A, pad), empty_rows(B, pad), None, source=source
+        )
     dens_a, dens_b = pce.A.column_density(), pce.B.column_density()
     return ProvingKey(
-        BELLPERSON, pce.n_wires, pce.n_public, p.log_n, vk, raw, A, B, C,
-        a_aux_density=dens_a[p.n_inputs:].copy(), b_inp_density=dens_b[: p.n_inputs].copy(),
-        b_aux_density=dens_b[p.n_inputs:].copy(), source=source,
+        BELLPERSON,
+        pce.n_wires,
+        pce.n_public,
+        p.log_n,
+        vk,
+        raw,
+        A,
+        B,
+        C,
+        a_aux_density=dens_a[p.n_inputs :].copy(),
+        b_inp_density=dens_b[: p.n_inputs].copy(),
+        b_aux_density=dens_b[p.n_inputs :].copy(),
+        source=source,
     )
 
 
@@ -126,8 +138,12 @@ class _Bases:
 def _vk_points(alpha: int, beta: int, gamma: int, delta: int):
     g1, g2 = G1Point(), G2Point()
     return dict(
-        alpha1=g1 * scalar(alpha), beta1=g1 * scalar(beta), delta1=g1 * scalar(delta),
-        beta2=g2 * scalar(beta), gamma2=g2 * scalar(gamma), delta2=g2 * scalar(delta),
+        alpha1=g1 * scalar(alpha),
+        beta1=g1 * scalar(beta),
+        delta1=g1 * scalar(delta),
+        beta2=g2 * scalar(beta),
+        gamma2=g2 * scalar(gamma),
+        delta2=g2 * scalar(delta),
     )
 
 

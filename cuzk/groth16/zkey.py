@@ -20,7 +20,18 @@ from ..r1cs.pce import CSR
 from .keys import SNARKJS, ProvingKey, VerifyingKey
 
 _COEF = np.dtype([("matrix", "<u4"), ("constraint", "<u4"), ("signal", "<u4"), ("value", "<u8", (4,))])
-_SECTION_NAMES = {1: "header", 2: "groth16 header", 3: "IC", 4: "coefficients", 5: "A", 6: "B1", 7: "B2", 8: "C", 9: "H", 10: "contributions"}
+_SECTION_NAMES = {
+    1: "header",
+    2: "groth16 header",
+    3: "IC",
+    4: "coefficients",
+    5: "A",
+    6: "B1",
+    7: "B2",
+    8: "C",
+    9: "H",
+    10: "contributions",
+}
 
 
 def _point_section(bf: BinFile, sid: int, count: int, size: int) -> memoryview:
@@ -39,7 +50,9 @@ def _parse(bf: BinFile) -> ProvingKey:
     protocol = r1.u32("protocol")
     if protocol != 1:
         names = {2: "PLONK", 10: "FFLONK"}
-        raise FormatError(f"{path}: section 1 (header): protocol {protocol} ({names.get(protocol, 'unknown')}), expected 1 (Groth16)")
+        raise FormatError(
+            f"{path}: section 1 (header): protocol {protocol} ({names.get(protocol, 'unknown')}), expected 1 (Groth16)"
+        )
     r1.end()
 
     r2 = Reader(bf.section(2, "groth16 header"), bf, 2, "groth16 header")
@@ -85,10 +98,14 @@ def _coef_matrices(path: str, coefs: np.ndarray, n_vars: int, domain: int) -> tu
     if coefs.shape[0]:
         bad = np.flatnonzero(coefs["matrix"] > 1)
         if bad.size:
-            raise FormatError(f"{where}: entry {int(bad[0])} names matrix {int(coefs['matrix'][bad[0]])}, expected 0 (A) or 1 (B)")
+            raise FormatError(
+                f"{where}: entry {int(bad[0])} names matrix {int(coefs['matrix'][bad[0]])}, expected 0 (A) or 1 (B)"
+            )
         bad = np.flatnonzero(coefs["constraint"] >= domain)
         if bad.size:
-            raise FormatError(f"{where}: entry {int(bad[0])} names constraint {int(coefs['constraint'][bad[0]])}, beyond the domain of {domain}")
+            raise FormatError(
+                f"{where}: entry {int(bad[0])} names constraint {int(coefs['constraint'][bad[0]])}, beyond the domain of {domain}"
+            )
         bad = np.flatnonzero(coefs["signal"] >= n_vars)
         if bad.size:
             raise FormatError(f"{where}: entry {int(bad[0])} names signal {int(coefs['signal'][bad[0]])}, the key has {n_vars}")

@@ -92,11 +92,15 @@ def parse_binfile(data, path: str, kind: str, versions: tuple[int, ...], keepali
     pos = 12
     for i in range(nsec):
         if pos + 12 > len(data):
-            raise FormatError(f"{path}: truncated: section table entry {i} of {nsec} at byte {pos} runs past the end ({len(data)} bytes)")
+            raise FormatError(
+                f"{path}: truncated: section table entry {i} of {nsec} at byte {pos} runs past the end ({len(data)} bytes)"
+            )
         sid, ssize = struct.unpack_from("<IQ", data, pos)
         pos += 12
         if pos + ssize > len(data):
-            raise FormatError(f"{path}: section {sid} truncated: declares {ssize} bytes at offset {pos}, file has {len(data) - pos} left")
+            raise FormatError(
+                f"{path}: section {sid} truncated: declares {ssize} bytes at offset {pos}, file has {len(data) - pos} left"
+            )
         bf.sections.setdefault(sid, []).append((pos, ssize))
         pos += ssize
     if pos != len(data):
@@ -142,8 +146,9 @@ class Reader:
     def integer(self, n8: int, what: str = "integer") -> int:
         return int.from_bytes(self.bytes(n8, what), "little")
 
-    def field(self, n8: int, prime: int, desc: str, names: tuple[str, str] = ("n8", "prime"),
-              n8_hint: str = "", prime_hint: str = "") -> None:
+    def field(
+        self, n8: int, prime: int, desc: str, names: tuple[str, str] = ("n8", "prime"), n8_hint: str = "", prime_hint: str = ""
+    ) -> None:
         """An ``n8 u32 | prime (n8 bytes)`` pair (r1cs, wtns and zkey headers) that must be ``prime``."""
         where = f"{self.bf.path}: section {self.sid} ({self.name})"
         got = self.u32(names[0])

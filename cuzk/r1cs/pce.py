@@ -54,7 +54,7 @@ class CSR:
         return self.row_ptr.nbytes + self.cols.nbytes + self.vals.nbytes
 
     @staticmethod
-    def from_rows(rows: list[dict[int, int]], n_cols: int) -> "CSR":
+    def from_rows(rows: list[dict[int, int]], n_cols: int) -> CSR:
         """Build from per-row {column: canonical coefficient} dicts (small circuits, tests)."""
         row_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
         cols: list[int] = []
@@ -124,7 +124,7 @@ class PCE:
     def memory_bytes(self) -> int:
         return self.A.memory_bytes() + self.B.memory_bytes() + self.C.memory_bytes()
 
-    def qap_matrices(self) -> tuple["CSR", "CSR", "CSR"]:
+    def qap_matrices(self) -> tuple[CSR, CSR, CSR]:
         """A, B, C over the QAP rows: the constraints, then one A row {i: 1} per input wire
         (the constant and the public signals: the rows that bind the inputs, in snarkjs and bellperson)."""
         n_inputs = self.n_public + 1

@@ -47,7 +47,12 @@ class R1CS:
 
 @nb.njit(cache=True)
 def _u32(b, p):
-    return np.uint32(b[p]) | (np.uint32(b[p + 1]) << np.uint32(8)) | (np.uint32(b[p + 2]) << np.uint32(16)) | (np.uint32(b[p + 3]) << np.uint32(24))
+    return (
+        np.uint32(b[p])
+        | (np.uint32(b[p + 1]) << np.uint32(8))
+        | (np.uint32(b[p + 2]) << np.uint32(16))
+        | (np.uint32(b[p + 3]) << np.uint32(24))
+    )
 
 
 @nb.njit(cache=True)
@@ -130,7 +135,9 @@ def _parse(bf) -> R1CS:
     n_constraints = hdr.u32("nConstraints")
     hdr.end()
     if n_wires < 1 + n_pub_out + n_pub_in + n_prv_in:
-        raise FormatError(f"{path}: section 1 (header): {n_wires} wires cannot hold 1 + {n_pub_out} + {n_pub_in} + {n_prv_in} signals")
+        raise FormatError(
+            f"{path}: section 1 (header): {n_wires} wires cannot hold 1 + {n_pub_out} + {n_pub_in} + {n_prv_in} signals"
+        )
 
     body = np.frombuffer(bf.section(2, "constraints"), dtype=np.uint8)
     counts = np.zeros(3, dtype=np.int64)
@@ -201,14 +208,21 @@ def _constraint_bytes(mats, canon, lo: int, hi: int) -> bytes:
     return out.tobytes()
 
 
-def write_r1cs(path: str | os.PathLike, pce: PCE, n_pub_out: int, n_pub_in: int, n_prv_in: int, chunk_rows: int = 1 << 20) -> None:
+def write_r1cs(
+    path: str | os.PathLike, pce: PCE, n_pub_out: int, n_pub_in: int, n_prv_in: int, chunk_rows: int = 1 << 20
+) -> None:
     """Write a circom-compatible .r1cs (sections 1, 2, 3) from a PCE (for synthetic circuits)."""
-    from .binfile import write_binfile
     import struct
+
+    from .binfile import write_binfile
 
     n_wires = pce.n_wires
     m = pce.n_constraints
-    hdr = struct.pack("<I", 32) + R.to_bytes(32, "little") + struct.pack("<IIIIQI", n_wires, n_pub_out, n_pub_in, n_prv_in, n_wires, m)
+    hdr = (
+        struct.pack("<I", 32)
+        + R.to_bytes(32, "little")
+        + struct.pack("<IIIIQI", n_wires, n_pub_out, n_pub_in, n_prv_in, n_wires, m)
+    )
     mats = (pce.A, pce.B, pce.C)
     canon = [fr.from_mont(mat.vals) for mat in mats]
     chunks = [_constraint_bytes(mats, canon, lo, min(m, lo + chunk_rows)) for lo in range(0, m, chunk_rows)]

@@ -63,9 +63,7 @@ def iter_sym(path: str | os.PathLike) -> Iterator[SymEntry]:
             if not name:
                 raise FormatError(f"{path}:{lineno}: malformed sym line {line!r}: empty signal name")
             if wire < -1 or label < 0 or comp < 0:
-                raise FormatError(
-                    f"{path}:{lineno}: malformed sym line {line!r}: negative id (only wireId may be -1)"
-                )
+                raise FormatError(f"{path}:{lineno}: malformed sym line {line!r}: negative id (only wireId may be -1)")
             yield SymEntry(label, wire, comp, name)
 
 

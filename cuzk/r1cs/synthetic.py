@@ -97,9 +97,15 @@ def hash_like(n_constraints: int, seed: int | None = None) -> Circuit:
             v5 = v4 * xv % R
             vals += [v2, v4, v5]
             for a, b, c in ((x, x, x2), (x2, x2, x4), (x4, x, x5)):
-                rows_a.append(row); cols_a.append(a); vals_a.append(1)
-                rows_b.append(row); cols_b.append(b); vals_b.append(1)
-                rows_c.append(row); cols_c.append(c); vals_c.append(1)
+                rows_a.append(row)
+                cols_a.append(a)
+                vals_a.append(1)
+                rows_b.append(row)
+                cols_b.append(b)
+                vals_b.append(1)
+                rows_c.append(row)
+                cols_c.append(c)
+                vals_c.append(1)
                 row += 1
             s5.append((x5, v5))
         new_lanes, new_state = [], []
@@ -108,19 +114,33 @@ def hash_like(n_constraints: int, seed: int | None = None) -> Circuit:
             w += 1
             yv = (sum(_MDS[j][k] * s5[k][1] for k in range(_T)) + rc[r][j]) % R
             for k in range(_T):
-                rows_a.append(row); cols_a.append(s5[k][0]); vals_a.append(_MDS[j][k])
-            rows_a.append(row); cols_a.append(0); vals_a.append(rc[r][j])
-            rows_b.append(row); cols_b.append(0); vals_b.append(1)
-            rows_c.append(row); cols_c.append(y); vals_c.append(1)
+                rows_a.append(row)
+                cols_a.append(s5[k][0])
+                vals_a.append(_MDS[j][k])
+            rows_a.append(row)
+            cols_a.append(0)
+            vals_a.append(rc[r][j])
+            rows_b.append(row)
+            cols_b.append(0)
+            vals_b.append(1)
+            rows_c.append(row)
+            cols_c.append(y)
+            vals_c.append(1)
             row += 1
             vals.append(yv)
             new_lanes.append(y)
             new_state.append(yv)
         lanes, state = new_lanes, new_state
     # output: out = lane 0 (a linear constraint)
-    rows_a.append(row); cols_a.append(lanes[0]); vals_a.append(1)
-    rows_b.append(row); cols_b.append(0); vals_b.append(1)
-    rows_c.append(row); cols_c.append(1); vals_c.append(1)
+    rows_a.append(row)
+    cols_a.append(lanes[0])
+    vals_a.append(1)
+    rows_b.append(row)
+    cols_b.append(0)
+    vals_b.append(1)
+    rows_c.append(row)
+    cols_c.append(1)
+    vals_c.append(1)
     row += 1
     vals[1] = state[0]
     n_wires = w
@@ -171,8 +191,11 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
     n_wires = out0 + n_out_wires
     # per block: wire id of each output, by position
     out_pos = np.cumsum(new_wire) - 1
-    out_wire = out0 + np.arange(blocks, dtype=np.int64)[:, None] * outs_per_block + np.array(
-        [out_pos[i] if new_wire[i] else 0 for i in range(len(kinds))])[None, :]
+    out_wire = (
+        out0
+        + np.arange(blocks, dtype=np.int64)[:, None] * outs_per_block
+        + np.array([out_pos[i] if new_wire[i] else 0 for i in range(len(kinds))])[None, :]
+    )
 
     def seeds(shape):
         return seed0 + rng.integers(0, n_seed, size=shape, dtype=np.int64)
@@ -187,6 +210,7 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
     def pack_col(i: int, t: int) -> np.ndarray:
         """Wire of bit t packed by the pack row at block position i (a column of out_wire, no copy)."""
         return out_wire[:, logic_pos[(_PACK_BITS * pack_pos.index(i) + t) % len(logic_pos)]]
+
     # bool rows check the output of the xor row at the same offset within the block
     checked = out_wire[:, [i for i, k in enumerate(kinds) if k == "xor"][:3]]
 
@@ -195,7 +219,11 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
     if dense:
         w = fr.zeros(n_wires)
         w[0] = fr.one_mont()
-        w[1:out0] = fr.random(out0 - 1) if out0 - 1 <= 1 << 16 else np.tile(fr.random(1 << 16), (-(-(out0 - 1) // (1 << 16)), 1))[: out0 - 1]
+        w[1:out0] = (
+            fr.random(out0 - 1)
+            if out0 - 1 <= 1 << 16
+            else np.tile(fr.random(1 << 16), (-(-(out0 - 1) // (1 << 16)), 1))[: out0 - 1]
+        )
     else:
         w_int = np.zeros(n_wires, dtype=np.int64)
         w_int[0] = 1
@@ -218,13 +246,12 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
                 for j in range(_PACK_BITS):
                     acc = fr.add(acc, fr.scale(w[pack_col(i, j)], 1 << j))
                 w[o] = acc
-        else:
-            if k == "xor":
-                w_int[o] = w_int[a] ^ w_int[b]
-            elif k == "and":
-                w_int[o] = w_int[a] & w_int[b]
-            elif k == "pack":
-                w_int[o] = sum(w_int[pack_col(i, t)] << t for t in range(_PACK_BITS))
+        elif k == "xor":
+            w_int[o] = w_int[a] ^ w_int[b]
+        elif k == "and":
+            w_int[o] = w_int[a] & w_int[b]
+        elif k == "pack":
+            w_int[o] = sum(w_int[pack_col(i, t)] << t for t in range(_PACK_BITS))
         if k == "bool":
             bool_i += 1
     if not dense:
@@ -253,11 +280,10 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
                 c = checked[:, bi]
                 zero_col = np.zeros(blocks, dtype=np.int64)
                 ent = [[(zero_col, one), (c, minus1)], [(c, one)], ([(o, one)] if dense else [])][which]
+            elif which == 0:
+                ent = [(pack_col(i, j), coefs_pack[j]) for j in range(_PACK_BITS)]
             else:
-                if which == 0:
-                    ent = [(pack_col(i, j), coefs_pack[j]) for j in range(_PACK_BITS)]
-                else:
-                    ent = [[(np.zeros(blocks, dtype=np.int64), one)], [(o, one)]][which - 1]
+                ent = [[(np.zeros(blocks, dtype=np.int64), one)], [(o, one)]][which - 1]
             for col, val in ent:
                 cols[:, off] = col
                 vals[:, off] = val

@@ -124,9 +124,7 @@ def _value(v: object, name: str, k: int, n: int) -> int:
             return (-x if m.group(1) == "-" else x) % R
     elif isinstance(v, float) and v.is_integer() and abs(v) <= 2**53:
         return int(v) % R
-    raise InputError(
-        f"{where}: {_short(v)} is not a field element (expected an integer, a decimal string or a 0x-hex string)"
-    )
+    raise InputError(f"{where}: {_short(v)} is not a field element (expected an integer, a decimal string or a 0x-hex string)")
 
 
 def _leaves(value, acc: list) -> list:
@@ -147,9 +145,7 @@ def flatten_inputs(inputs: dict) -> list[tuple[str, list[int]]]:
     ``a``, ``arr`` (4 values, row-major), ``p.x``, ``q[0].x``, ``q[1].x``.
     """
     if not isinstance(inputs, dict):
-        raise InputError(
-            f"inputs must be an object mapping signal names to values, got {type(inputs).__name__}"
-        )
+        raise InputError(f"inputs must be an object mapping signal names to values, got {type(inputs).__name__}")
     out: dict[str, list[int]] = {}
 
     def leaf(prefix: str, value) -> None:
@@ -230,9 +226,7 @@ def load_inputs_json(path: str | os.PathLike) -> dict:
     except (ValueError, RecursionError) as e:
         raise FormatError(f"{path}: malformed JSON: {e}") from None
     if not isinstance(data, dict):
-        raise FormatError(
-            f"{path}: input JSON must be an object mapping signal names to values, got {type(data).__name__}"
-        )
+        raise FormatError(f"{path}: input JSON must be an object mapping signal names to values, got {type(data).__name__}")
     return data
 
 
@@ -403,7 +397,7 @@ def _hint(name: str) -> str:
     if name.startswith("main."):
         return " (names are relative to main: drop the 'main.' prefix)"
     if name.endswith("]") or "." in name:
-        return " (give an array input whole, e.g. \"a\": [[1, 2], [3, 4]]; a bus as an object or by field, e.g. \"p.x\")"
+        return ' (give an array input whole, e.g. "a": [[1, 2], [3, 4]]; a bus as an object or by field, e.g. "p.x")'
     return ""
 
 
@@ -450,9 +444,7 @@ class WitnessCalculator:
             except OSError as e:
                 raise CuzkError(f"{self.path}: cannot read witness wasm: {e.strerror or e}") from None
         if wasm[:4] != b"\0asm":
-            raise FormatError(
-                f"{self.name}: not a WebAssembly binary (expected circom's <circuit>_js/<circuit>.wasm)"
-            )
+            raise FormatError(f"{self.name}: not a WebAssembly binary (expected circom's <circuit>_js/<circuit>.wasm)")
         self.wasm_sha256 = hashlib.sha256(wasm).hexdigest()
         self._sym_path = os.fspath(sym_path) if sym_path is not None else None
         self._log_cb = log
@@ -490,9 +482,7 @@ class WitnessCalculator:
                 what = "the bn128 (BN254) scalar field"
             else:
                 what = f"prime {prime:#x}"
-            raise FormatError(
-                f"{self.name}: circuit compiled for {what}, not BLS12-381; recompile with circom --prime bls12381"
-            )
+            raise FormatError(f"{self.name}: circuit compiled for {what}, not BLS12-381; recompile with circom --prime bls12381")
 
     # -- setup ------------------------------------------------------------------------------------
 
@@ -500,15 +490,8 @@ class WitnessCalculator:
         for imp in self._module.imports:
             arity = _RUNTIME_IMPORTS.get(imp.name) if imp.module == "runtime" else None
             ty = imp.type
-            if (
-                arity is None
-                or not isinstance(ty, wasmtime.FuncType)
-                or len(ty.params) != arity
-                or ty.results
-            ):
-                raise FormatError(
-                    f"{self.name}: not a circom 2 witness generator: unexpected import {imp.module}.{imp.name}"
-                )
+            if arity is None or not isinstance(ty, wasmtime.FuncType) or len(ty.params) != arity or ty.results:
+                raise FormatError(f"{self.name}: not a circom 2 witness generator: unexpected import {imp.module}.{imp.name}")
         exports = {e.name: e.type for e in self._module.exports}
         for name in _REQUIRED_EXPORTS:
             kind = wasmtime.MemoryType if name == "memory" else wasmtime.FuncType
@@ -550,15 +533,9 @@ class WitnessCalculator:
         none, one = [], [wasmtime.ValType.i32()]
         hosts = {
             "exceptionHandler": wasmtime.Func(store, wasmtime.FuncType(one, none), exception_handler),
-            "printErrorMessage": wasmtime.Func(
-                store, wasmtime.FuncType(none, none), print_error_message, access_caller=True
-            ),
-            "writeBufferMessage": wasmtime.Func(
-                store, wasmtime.FuncType(none, none), write_buffer_message, access_caller=True
-            ),
-            "showSharedRWMemory": wasmtime.Func(
-                store, wasmtime.FuncType(none, none), show_shared_rw_memory, access_caller=True
-            ),
+            "printErrorMessage": wasmtime.Func(store, wasmtime.FuncType(none, none), print_error_message, access_caller=True),
+            "writeBufferMessage": wasmtime.Func(store, wasmtime.FuncType(none, none), write_buffer_message, access_caller=True),
+            "showSharedRWMemory": wasmtime.Func(store, wasmtime.FuncType(none, none), show_shared_rw_memory, access_caller=True),
         }
         self._errors: list[str] = []
         self._logbuf: list[str] = []
@@ -652,8 +629,7 @@ class WitnessCalculator:
                         raise InputError(f"{self.name}: '{name}' is not an input signal of the circuit{_hint(name)}")
                     if size != len(vals):
                         raise InputError(
-                            f"{self.name}: input signal '{name}' has {size} element{'s' * (size != 1)}, "
-                            f"{len(vals)} given"
+                            f"{self.name}: input signal '{name}' has {size} element{'s' * (size != 1)}, {len(vals)} given"
                         )
                 self._set(hm, hl, vals)
                 total += len(vals)

@@ -113,15 +113,33 @@ class ProofResult:
     @staticmethod
     def from_pb(r) -> ProofResult:
         return ProofResult(
-            job_id=r.job_id, status=pb.JobStatus.Name(r.status), error=r.error_message,
-            proofs=[p.proof for p in r.partitions], proof_json=[json.loads(p.proof_json) for p in r.partitions],
+            job_id=r.job_id,
+            status=pb.JobStatus.Name(r.status),
+            error=r.error_message,
+            proofs=[p.proof for p in r.partitions],
+            proof_json=[json.loads(p.proof_json) for p in r.partitions],
             public=[[int(x) for x in p.public_signals] for p in r.partitions],
-            timings={"queue_wait_ms": r.queue_wait_ms, "srs_load_ms": r.srs_load_ms, "synthesis_ms": r.synthesis_ms,
-                     "gpu_compute_ms": r.gpu_compute_ms, "finalize_ms": r.finalize_ms, "total_ms": r.total_ms},
-            phases=dict(r.phases_ms), circuit_id=r.circuit_id, backend=r.backend, batch_id=r.batch_id,
-            batch_size=r.batch_size, batch_flush=r.batch_flush, dispatch_order=r.dispatch_order,
-            submitted_at=r.submitted_at, completed_at=r.completed_at, attempts=r.attempts,
-            partition_phases=[dict(p.phases_ms) for p in r.partitions], devices=[p.device for p in r.partitions])
+            timings={
+                "queue_wait_ms": r.queue_wait_ms,
+                "srs_load_ms": r.srs_load_ms,
+                "synthesis_ms": r.synthesis_ms,
+                "gpu_compute_ms": r.gpu_compute_ms,
+                "finalize_ms": r.finalize_ms,
+                "total_ms": r.total_ms,
+            },
+            phases=dict(r.phases_ms),
+            circuit_id=r.circuit_id,
+            backend=r.backend,
+            batch_id=r.batch_id,
+            batch_size=r.batch_size,
+            batch_flush=r.batch_flush,
+            dispatch_order=r.dispatch_order,
+            submitted_at=r.submitted_at,
+            completed_at=r.completed_at,
+            attempts=r.attempts,
+            partition_phases=[dict(p.phases_ms) for p in r.partitions],
+            devices=[p.device for p in r.partitions],
+        )
 
 
 def _partition(x):
@@ -174,8 +192,9 @@ class Client:
             req.inputs_json = inputs if isinstance(inputs, str) else json.dumps(inputs)
         return req
 
-    def submit(self, circuit_id: str, witness: bytes | None = None, inputs=None, partitions=None, priority=0,
-               request_id: str = "") -> SubmitResult:
+    def submit(
+        self, circuit_id: str, witness: bytes | None = None, inputs=None, partitions=None, priority=0, request_id: str = ""
+    ) -> SubmitResult:
         r = self._call("SubmitProof", self._request(circuit_id, witness, inputs, partitions, priority, request_id))
         return SubmitResult(r.job_id, r.queue_position, r.duplicate, r.assigned_gpu, pb.JobStatus.Name(r.status))
 
@@ -183,10 +202,20 @@ class Client:
         r = self._call("AwaitProof", pb.AwaitProofRequest(job_id=job_id, timeout_ms=timeout_ms), rpc_timeout)
         return ProofResult.from_pb(r)
 
-    def prove(self, circuit_id: str, witness: bytes | None = None, inputs=None, partitions=None, priority=0,
-              request_id: str = "", timeout_ms: int = 0, check: bool = True) -> ProofResult:
-        req = pb.ProveRequest(submit=self._request(circuit_id, witness, inputs, partitions, priority, request_id),
-                              timeout_ms=timeout_ms)
+    def prove(
+        self,
+        circuit_id: str,
+        witness: bytes | None = None,
+        inputs=None,
+        partitions=None,
+        priority=0,
+        request_id: str = "",
+        timeout_ms: int = 0,
+        check: bool = True,
+    ) -> ProofResult:
+        req = pb.ProveRequest(
+            submit=self._request(circuit_id, witness, inputs, partitions, priority, request_id), timeout_ms=timeout_ms
+        )
         res = ProofResult.from_pb(self._call("Prove", req).result)
         return res.check() if check else res
 
@@ -205,21 +234,40 @@ class Client:
 
     def preload(self, circuit_id: str) -> dict:
         r = self._call("PreloadSRS", pb.PreloadSRSRequest(circuit_id=circuit_id))
-        return {"already_loaded": r.already_loaded, "load_time_ms": r.load_time_ms,
-                "previous_tier": TIER_NAMES[r.previous_tier]}
+        return {"already_loaded": r.already_loaded, "load_time_ms": r.load_time_ms, "previous_tier": TIER_NAMES[r.previous_tier]}
 
     def evict(self, circuit_id: str, to_tier: str | int = "WARM") -> dict:
         t = to_tier if isinstance(to_tier, int) else _TIERS[to_tier.lower()]
         r = self._call("EvictSRS", pb.EvictSRSRequest(circuit_id=circuit_id, to_tier=t))
         return {"was_loaded": r.was_loaded, "freed_bytes": r.freed_bytes, "tier": TIER_NAMES[r.tier]}
 
-    def register(self, id: str, r1cs: str, zkey: str = "", params: str = "", wasm: str = "", sym: str = "",
-                 default_priority=0, batchable: bool = False, partitions: int = 1, max_queue: int = 0,
-                 replace: bool = False) -> dict:
+    def register(
+        self,
+        id: str,
+        r1cs: str,
+        zkey: str = "",
+        params: str = "",
+        wasm: str = "",
+        sym: str = "",
+        default_priority=0,
+        batchable: bool = False,
+        partitions: int = 1,
+        max_queue: int = 0,
+        replace: bool = False,
+    ) -> dict:
         ab = lambda p: os.path.abspath(p) if p else ""
-        spec = pb.CircuitSpec(id=id, r1cs=ab(r1cs), zkey=ab(zkey), params=ab(params), wasm=ab(wasm), sym=ab(sym),
-                              default_priority=priority_value(default_priority), batchable=batchable,
-                              partitions=partitions, max_queue=max_queue)
+        spec = pb.CircuitSpec(
+            id=id,
+            r1cs=ab(r1cs),
+            zkey=ab(zkey),
+            params=ab(params),
+            wasm=ab(wasm),
+            sym=ab(sym),
+            default_priority=priority_value(default_priority),
+            batchable=batchable,
+            partitions=partitions,
+            max_queue=max_queue,
+        )
         r = self._call("RegisterCircuit", pb.RegisterCircuitRequest(circuit=spec, replace=replace))
         return _info(r.circuit) | {"already_registered": r.already_registered}
 
@@ -229,8 +277,21 @@ class Client:
 
 def _info(c) -> dict:
     s = c.spec
-    return {"id": s.id, "r1cs": s.r1cs, "zkey": s.zkey, "params": s.params, "wasm": s.wasm, "sym": s.sym,
-            "default_priority": pb.Priority.Name(s.default_priority), "batchable": s.batchable,
-            "partitions": s.partitions, "max_queue": s.max_queue, "n_constraints": c.n_constraints,
-            "n_wires": c.n_wires, "n_public": c.n_public, "domain_log": c.domain_log, "tier": TIER_NAMES[c.tier],
-            "source": c.source}
+    return {
+        "id": s.id,
+        "r1cs": s.r1cs,
+        "zkey": s.zkey,
+        "params": s.params,
+        "wasm": s.wasm,
+        "sym": s.sym,
+        "default_priority": pb.Priority.Name(s.default_priority),
+        "batchable": s.batchable,
+        "partitions": s.partitions,
+        "max_queue": s.max_queue,
+        "n_constraints": c.n_constraints,
+        "n_wires": c.n_wires,
+        "n_public": c.n_public,
+        "domain_log": c.domain_log,
+        "tier": TIER_NAMES[c.tier],
+        "source": c.source,
+    }

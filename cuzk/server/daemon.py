@@ -31,9 +31,9 @@ _UNIX_MAX = 107
 def parse_listen(addr: str) -> tuple[str, str]:
     """("unix", path) or ("tcp", "host:port")."""
     if addr.startswith("unix://"):
-        return "unix", addr[len("unix://"):]
+        return "unix", addr[len("unix://") :]
     if addr.startswith("unix:"):
-        return "unix", addr[len("unix:"):]
+        return "unix", addr[len("unix:") :]
     addr = addr.removeprefix("tcp://")
     host, sep, port = addr.rpartition(":")
     if not sep or not port.isdigit():
@@ -109,10 +109,10 @@ class Daemon:
             where = os.path.abspath(where)
             _prepare_unix(where)
         mx = int(cfg.daemon.max_message_bytes)  # a size > 0 (load_config refuses "auto")
-        opts = [("grpc.max_receive_message_length", mx), ("grpc.max_send_message_length", mx),
-                ("grpc.so_reuseport", 0)]
-        self.server = grpc.server(ThreadPoolExecutor(max_workers=max(4, cfg.daemon.grpc_threads),
-                                                     thread_name_prefix="cuzk-grpc"), options=opts)
+        opts = [("grpc.max_receive_message_length", mx), ("grpc.max_send_message_length", mx), ("grpc.so_reuseport", 0)]
+        self.server = grpc.server(
+            ThreadPoolExecutor(max_workers=max(4, cfg.daemon.grpc_threads), thread_name_prefix="cuzk-grpc"), options=opts
+        )
         pb_grpc.add_ProvingEngineServicer_to_server(ProvingEngineService(self.engine), self.server)
         try:
             if kind == "unix":
@@ -141,8 +141,12 @@ class Daemon:
         self.server.start()
         if self.http is not None:
             self.http.start()
-        log.info("event=daemon_listening address=%s http=%s pid=%d", self.address,
-                 self.http.address if self.http else "off", os.getpid())
+        log.info(
+            "event=daemon_listening address=%s http=%s pid=%d",
+            self.address,
+            self.http.address if self.http else "off",
+            os.getpid(),
+        )
 
     def stop(self, drain_timeout: float | None = None) -> bool:
         if self._stopped.is_set():

@@ -37,8 +37,10 @@ class StatusServer:
     def __init__(self, engine, addr: str, allow_remote: bool = False):
         host, port = parse_hostport(addr, "daemon.http_listen")
         if not allow_remote and not is_loopback(host):
-            raise ConfigError(f"daemon.http_listen: {addr} is not a loopback address; set daemon.http_allow_remote = true "
-                              f"to expose /metrics and /status beyond this machine")
+            raise ConfigError(
+                f"daemon.http_listen: {addr} is not a loopback address; set daemon.http_allow_remote = true "
+                f"to expose /metrics and /status beyond this machine"
+            )
         eng = engine
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,7 +64,7 @@ class StatusServer:
                         self._send(200, json.dumps(eng.snapshot()).encode(), "application/json")
                     else:
                         self._send(404, b"not found: try /metrics or /status\n", "text/plain")
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     self._send(500, json.dumps({"error": str(e)}).encode(), "application/json")
 
         try:

@@ -46,7 +46,7 @@ def _generator_version() -> str:
         from importlib.metadata import version
 
         return "grpcio-tools " + version("grpcio-tools")
-    except Exception:  # noqa: BLE001 - not installed: only an existing matching stamp can be used
+    except Exception:
         return ""
 
 
@@ -79,8 +79,9 @@ def generate(out_dir: str | os.PathLike, root: str | os.PathLike | None = None) 
         import grpc_tools
         from grpc_tools import protoc
     except ImportError:
-        raise CuzkError("grpcio-tools is not installed: cannot generate the gRPC code from the .proto "
-                        "(pip install the project to get it)") from None
+        raise CuzkError(
+            "grpcio-tools is not installed: cannot generate the gRPC code from the .proto (pip install the project to get it)"
+        ) from None
     root = Path(root) if root is not None else proto_root()
     proto = root / PROTO_REL
     data = proto.read_bytes()
@@ -88,8 +89,7 @@ def generate(out_dir: str | os.PathLike, root: str | os.PathLike | None = None) 
     out.mkdir(parents=True, exist_ok=True)
     include = Path(grpc_tools.__file__).resolve().parent / "_proto"
     with tempfile.TemporaryDirectory(prefix=".protogen-", dir=out) as tmp:
-        args = ["grpc_tools.protoc", f"-I{root}", f"-I{include}", f"--python_out={tmp}",
-                f"--grpc_python_out={tmp}", str(proto)]
+        args = ["grpc_tools.protoc", f"-I{root}", f"-I{include}", f"--python_out={tmp}", f"--grpc_python_out={tmp}", str(proto)]
         rc = protoc.main(args)
         if rc != 0:
             raise CuzkError(f"{proto}: grpc_tools.protoc failed (exit {rc})")

@@ -25,8 +25,14 @@ from . import protogen
 log = logging.getLogger("cuzk.server")
 pb, pb_grpc = protogen.load()
 
-_STATUS = {"COMPLETED": pb.COMPLETED, "FAILED": pb.FAILED, "CANCELLED": pb.CANCELLED, "TIMEOUT": pb.TIMEOUT,
-           "QUEUED": pb.QUEUED, "RUNNING": pb.RUNNING}
+_STATUS = {
+    "COMPLETED": pb.COMPLETED,
+    "FAILED": pb.FAILED,
+    "CANCELLED": pb.CANCELLED,
+    "TIMEOUT": pb.TIMEOUT,
+    "QUEUED": pb.QUEUED,
+    "RUNNING": pb.RUNNING,
+}
 _TIER = {"HOT": pb.HOT, "WARM": pb.WARM, "COLD": pb.COLD}
 
 
@@ -50,16 +56,25 @@ def _rpc(fn):
         except Exception as e:
             log.exception("event=rpc_error rpc=%s", fn.__name__)
             context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
+
     return wrapper
 
 
 def record_to_pb(rec: dict):
     r = pb.AwaitProofResponse(
-        job_id=rec.get("job_id", ""), status=_STATUS.get(rec.get("status", ""), pb.UNKNOWN),
-        error_message=rec.get("error") or "", circuit_id=rec.get("circuit_id", ""), backend=rec.get("backend", ""),
-        batch_id=rec.get("batch_id", ""), batch_size=rec.get("batch_size", 0), batch_flush=rec.get("batch_flush", ""),
-        dispatch_order=rec.get("dispatch_order", 0), submitted_at=rec.get("submitted_at", 0.0),
-        completed_at=rec.get("completed_at", 0.0), attempts=rec.get("attempts", 0))
+        job_id=rec.get("job_id", ""),
+        status=_STATUS.get(rec.get("status", ""), pb.UNKNOWN),
+        error_message=rec.get("error") or "",
+        circuit_id=rec.get("circuit_id", ""),
+        backend=rec.get("backend", ""),
+        batch_id=rec.get("batch_id", ""),
+        batch_size=rec.get("batch_size", 0),
+        batch_flush=rec.get("batch_flush", ""),
+        dispatch_order=rec.get("dispatch_order", 0),
+        submitted_at=rec.get("submitted_at", 0.0),
+        completed_at=rec.get("completed_at", 0.0),
+        attempts=rec.get("attempts", 0),
+    )
     t = rec.get("timings") or {}
     if rec.get("status") == "COMPLETED":
         r.queue_wait_ms = t.get("queue_wait_ms", 0.0)
@@ -72,8 +87,9 @@ def record_to_pb(rec: dict):
             r.phases_ms[k] = v
     proofs = []
     for p in rec.get("partitions") or []:
-        pp = r.partitions.add(index=p["index"], proof=bytes.fromhex(p["proof"]), proof_json=p["proof_json"],
-                              device=p.get("device", ""))
+        pp = r.partitions.add(
+            index=p["index"], proof=bytes.fromhex(p["proof"]), proof_json=p["proof_json"], device=p.get("device", "")
+        )
         pp.public_signals.extend(p["public"])
         for k, v in (p.get("phases") or {}).items():
             pp.phases_ms[k] = v
@@ -170,20 +186,41 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):
     def GetStatus(self, request, context):
         s = self.engine.snapshot()
         r = pb.GetStatusResponse(
-            total_proofs_completed=s["counters"]["total_completed"], total_proofs_failed=s["counters"]["total_failed"],
-            total_proofs_cancelled=s["counters"]["total_cancelled"], uptime_seconds=int(s["uptime_secs"]),
-            backend=s["backend"], rss_bytes=s["memory"]["rss"], working_memory_used_bytes=s["memory"]["working_used"],
-            working_memory_budget_bytes=s["memory"]["working_budget"], draining=s["draining"],
-            status_json=json.dumps(s))
+            total_proofs_completed=s["counters"]["total_completed"],
+            total_proofs_failed=s["counters"]["total_failed"],
+            total_proofs_cancelled=s["counters"]["total_cancelled"],
+            uptime_seconds=int(s["uptime_secs"]),
+            backend=s["backend"],
+            rss_bytes=s["memory"]["rss"],
+            working_memory_used_bytes=s["memory"]["working_used"],
+            working_memory_budget_bytes=s["memory"]["working_budget"],
+            draining=s["draining"],
+            status_json=json.dumps(s),
+        )
         for w in s["workers"]:
-            r.gpus.add(ordinal=w["ordinal"], name=w["name"], vram_total_bytes=w["memory_total"],
-                       vram_free_bytes=w["memory_free"], current_job_id=w["current_job"],
-                       current_proof_kind=w["current_circuit"], worker_id=w["worker_id"], backend=w["backend"],
-                       busy_ratio=w["busy_ratio"], proofs_started=w["proofs_started"])
+            r.gpus.add(
+                ordinal=w["ordinal"],
+                name=w["name"],
+                vram_total_bytes=w["memory_total"],
+                vram_free_bytes=w["memory_free"],
+                current_job_id=w["current_job"],
+                current_proof_kind=w["current_circuit"],
+                worker_id=w["worker_id"],
+                backend=w["backend"],
+                busy_ratio=w["busy_ratio"],
+                proofs_started=w["proofs_started"],
+            )
         for e in s["srs"]:
-            x = r.loaded_srs.add(circuit_id=e["circuit_id"], tier=_TIER[e["tier"]], size_bytes=e["size_bytes"],
-                                 ref_count=e["ref_count"], hot_bytes=e["hot_bytes"], warm_bytes=e["warm_bytes"],
-                                 cold_bytes=e["cold_bytes"], last_used_secs_ago=e["last_used_secs_ago"])
+            x = r.loaded_srs.add(
+                circuit_id=e["circuit_id"],
+                tier=_TIER[e["tier"]],
+                size_bytes=e["size_bytes"],
+                ref_count=e["ref_count"],
+                hot_bytes=e["hot_bytes"],
+                warm_bytes=e["warm_bytes"],
+                cold_bytes=e["cold_bytes"],
+                last_used_secs_ago=e["last_used_secs_ago"],
+            )
             x.hot_devices.extend(e["hot_devices"])
         for q in s["queues"]:
             r.queues.add(proof_kind=q["circuit_id"], pending=q["pending"], in_progress=q["in_progress"], batching=q["batching"])
@@ -214,21 +251,47 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):
         if not request.HasField("circuit"):
             raise InvalidArgument("circuit: required (a CircuitSpec)")
         c = request.circuit
-        spec = {"id": c.id, "r1cs": c.r1cs, "zkey": c.zkey, "params": c.params, "wasm": c.wasm, "sym": c.sym,
-                "default_priority": int(c.default_priority) or 2, "batchable": c.batchable,
-                "partitions": c.partitions or 1, "max_queue": c.max_queue}
+        spec = {
+            "id": c.id,
+            "r1cs": c.r1cs,
+            "zkey": c.zkey,
+            "params": c.params,
+            "wasm": c.wasm,
+            "sym": c.sym,
+            "default_priority": int(c.default_priority) or 2,
+            "batchable": c.batchable,
+            "partitions": c.partitions or 1,
+            "max_queue": c.max_queue,
+        }
         circuit, already = self.engine.register_circuit(spec, replace=request.replace)
-        return pb.RegisterCircuitResponse(circuit=self._info(circuit.info() | {"tier": self.engine.srs.tier(circuit.id)}),
-                                          already_registered=already)
+        return pb.RegisterCircuitResponse(
+            circuit=self._info(circuit.info() | {"tier": self.engine.srs.tier(circuit.id)}), already_registered=already
+        )
 
     @staticmethod
     def _info(d: dict):
         s = d["spec"]
-        spec = pb.CircuitSpec(id=s["id"], r1cs=s["r1cs"], zkey=s["zkey"], params=s["params"], wasm=s["wasm"], sym=s["sym"],
-                              default_priority=s["default_priority"], batchable=s["batchable"],
-                              partitions=s["partitions"], max_queue=s["max_queue"])
-        return pb.CircuitInfo(spec=spec, n_constraints=d["n_constraints"], n_wires=d["n_wires"], n_public=d["n_public"],
-                              domain_log=d["domain_log"], tier=d["tier"], source=d["source"])
+        spec = pb.CircuitSpec(
+            id=s["id"],
+            r1cs=s["r1cs"],
+            zkey=s["zkey"],
+            params=s["params"],
+            wasm=s["wasm"],
+            sym=s["sym"],
+            default_priority=s["default_priority"],
+            batchable=s["batchable"],
+            partitions=s["partitions"],
+            max_queue=s["max_queue"],
+        )
+        return pb.CircuitInfo(
+            spec=spec,
+            n_constraints=d["n_constraints"],
+            n_wires=d["n_wires"],
+            n_public=d["n_public"],
+            domain_log=d["domain_log"],
+            tier=d["tier"],
+            source=d["source"],
+        )
 
     @_rpc
     def ListCircuits(self, request, context):

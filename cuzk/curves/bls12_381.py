@@ -1,0 +1,40 @@
+"""BLS12-381: Filecoin's curve (bellperson, blst) and a snarkjs/circom option (`--prime bls12381`).
+
+Scalar field r (255 bits, two-adicity 32), base field q (381 bits, six 64-bit limbs). Roots of unity:
+snarkjs (ffjavascript) builds them from 5, its first quadratic non-residue; bellperson/blstrs (and
+arkworks) from the multiplicative generator 7, which is the bellperson parameter style's concern
+(:mod:`cuzk.groth16.style`). CPU group arithmetic: arkworks, through py-arkworks-bls12381.
+"""
+
+from . import Curve
+
+CURVE = Curve(
+    name="bls12_381",
+    title="BLS12-381",
+    snarkjs_name="bls12381",
+    json_names=("bls12381", "bls12-381", "bls12_381"),
+    circom_prime="bls12381",
+    r=0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001,
+    q=0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB,
+    fq_limbs=6,
+    root_generator=5,
+    g1=(
+        3685416753713387016781088315183077757961620795782546409894578378688607592378376318836054947676345821548104185464507,
+        1339506544944476473020471379941921221584933875938349620426543736416511423956333506472724655353366534992391756441569,
+    ),
+    g2=(
+        (
+            352701069587466618187139116011060144890029952792775240219908644239793785735715026873347600343865175952761926303160,
+            3059144344244213709971259814753781636986470325476647558659373206291635324768958432433509563104347017837885763365758,
+        ),
+        (
+            1985150602287291935568054521177171638300868978215655730859378665066344726373823718423869104263333984641494340347905,
+            927553665492332455747201965776037880757740193453592970025027978793976877002675564980949289727957565575433344219582,
+        ),
+    ),
+    b=4,
+    b2=(4, 4),
+    cpu_library="cuzk.curve.arkworks_bls12_381",
+    proof_bytes=192,
+    bellperson=True,
+)
