@@ -17,13 +17,13 @@ mkdir -p "$CUZK_CACHE_DIR/cuda"
 {
   nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,driver_version --format=csv
   python3 -c "import sys, numpy, numba, cupy; print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'numba', numba.__version__, 'cupy', cupy.__version__)"
-  python3 -c "from cuzk.gpu import build; import json; print(json.dumps(build.info(), indent=1))"
+  python3 -c "from cuzk.backends.gpu import build; import json; print(json.dumps(build.info(), indent=1))"
 } 2>&1 | tee "$OUT/env.txt"
 t0=$(date +%s)
 ls "$CUZK_CACHE_DIR"/cuda > /tmp/cubins_before
 python3 - <<'PY' 2>&1 | tee "$OUT/build.txt"
 import time
-from cuzk.gpu import build, runtime
+from cuzk.backends.gpu import build, runtime
 for m in build.MODULES:
     t = time.time(); build.load_module(m, runtime.VARIANTS.get(m, ())); print(f"module {m}: {time.time() - t:.1f} s")
 PY

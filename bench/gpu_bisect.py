@@ -25,8 +25,8 @@ CHILD = r"""
 import sys, time, traceback
 sys.path.insert(0, {root!r})
 from cuzk.groth16 import prover, verifier
-from cuzk.gpu import setup as gsetup
-from cuzk.gpu.backend import GpuBackend, to_pinned
+from cuzk.backends.gpu import setup as gsetup
+from cuzk.backends.gpu.backend import GpuBackend, to_pinned
 from cuzk.r1cs import synthetic
 sys.path.insert(0, {bench!r})
 from gpu_prove import parse_case

@@ -34,9 +34,9 @@ from cuzk.curve import msm as cmsm  # noqa: E402
 from cuzk.curve import points as pts  # noqa: E402
 from cuzk.field import fr  # noqa: E402
 from cuzk.field.constants import R  # noqa: E402
-from cuzk.gpu import msm as gmsm  # noqa: E402
-from cuzk.gpu import ntt as gntt  # noqa: E402
-from cuzk.gpu.runtime import grid_for, launch  # noqa: E402
+from cuzk.backends.gpu import msm as gmsm  # noqa: E402
+from cuzk.backends.gpu import ntt as gntt  # noqa: E402
+from cuzk.backends.gpu.runtime import grid_for, launch  # noqa: E402
 
 FLOOR_G1_2_26 = 0.25  # s, anchors section 4c (XYZZ, form A)
 FLOOR_NTT_2_26 = 0.015  # s, anchors section 2
@@ -225,7 +225,7 @@ def main() -> int:
         del bases
         cupy.get_default_memory_pool().free_all_blocks()
 
-    from cuzk.gpu import runtime
+    from cuzk.backends.gpu import runtime
 
     if a.variants:
         best = None
@@ -359,7 +359,7 @@ def main() -> int:
         x = d = None
         gntt._domain_cached.cache_clear()
         cupy.get_default_memory_pool().free_all_blocks()
-    from cuzk.gpu.backend import upload_fr
+    from cuzk.backends.gpu.backend import upload_fr
 
     for log_n in a.upload:
         host = np.ascontiguousarray(np.tile(fr.random(1 << 12), (1 << (log_n - 12), 1)))

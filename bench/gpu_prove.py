@@ -25,7 +25,7 @@ import cupy
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cuzk.gpu import setup as gsetup  # noqa: E402
+from cuzk.backends.gpu import setup as gsetup  # noqa: E402
 from cuzk.groth16 import prover, verifier  # noqa: E402
 from cuzk.r1cs import synthetic  # noqa: E402
 from cuzk.timing import Timer  # noqa: E402
@@ -45,7 +45,7 @@ def parse_case(spec: str) -> tuple[str, int, str]:
 
 
 def _gpu_backend(b_g2: str):
-    from cuzk.gpu.backend import GpuBackend
+    from cuzk.backends.gpu.backend import GpuBackend
 
     be = GpuBackend()
     be.b_g2_on = b_g2
@@ -70,7 +70,7 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
     )
     t_setup = time.perf_counter() - t
     if backend == "cpu":
-        from cuzk.gpu.backend import evict_device_key
+        from cuzk.backends.gpu.backend import evict_device_key
 
         evict_device_key(pk, cupy.cuda.Device().id)
         pool.free_all_blocks()
@@ -80,7 +80,7 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
     # synthesis workers leave it with gpus.pinned_witness (the copy is made here, outside the timing)
     witnesses = {"pageable": circ.witness}
     if backend == "gpu" and "pinned" in witness_modes:
-        from cuzk.gpu.backend import to_pinned
+        from cuzk.backends.gpu.backend import to_pinned
 
         witnesses["pinned"] = to_pinned(circ.witness)
     if backend == "cpu":

@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).parent))
 from gpu_prove import parse_case
 
-from cuzk.gpu import msm as gmsm
-from cuzk.gpu import runtime
-from cuzk.gpu import setup as gsetup
-from cuzk.gpu.backend import device_key, upload_fr
+from cuzk.backends.gpu import msm as gmsm
+from cuzk.backends.gpu import runtime
+from cuzk.backends.gpu import setup as gsetup
+from cuzk.backends.gpu.backend import device_key, upload_fr
 from cuzk.r1cs import synthetic
 
 shape, n, _ = parse_case("dense:16")

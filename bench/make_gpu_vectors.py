@@ -26,7 +26,7 @@ def main() -> int:
     import cupy
 
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
-    from cuzk.gpu import build
+    from cuzk.backends.gpu import build
 
     # the kernels that made the proofs: cubin names carry the hash of their source and options
     kernels = {m: build.info()["modules"][m]["cubin"].rsplit("/", 1)[-1] for m in build.MODULES}

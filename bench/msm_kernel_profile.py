@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gpu_kernels
 
-from cuzk.gpu import msm as gmsm
+from cuzk.backends.gpu import msm as gmsm
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cupy
 import gpu_kernels
 
-from cuzk.gpu import ntt as gntt
+from cuzk.backends.gpu import ntt as gntt
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cuzk.gpu import build
+from cuzk.backends.gpu import build
 
 
 def one(args):

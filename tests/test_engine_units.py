@@ -593,7 +593,7 @@ def test_rpc_error_codes():
             rpc(None, None, Ctx())
         return ei.value.args[0]
 
-    class GpuOutOfMemory(CuzkError):  # cuzk.gpu.runtime's class needs CuPy to import: matched by name
+    class GpuOutOfMemory(CuzkError):  # cuzk.backends.gpu.runtime's class needs CuPy to import: matched by name
         pass
 
     class Deeper(GpuOutOfMemory):

@@ -24,9 +24,9 @@ if gpu.available():
     from cuzk.field import fr
     from cuzk.field.constants import R
     from cuzk.field.ntt import domain as cpu_domain
-    from cuzk.gpu import msm as gmsm
-    from cuzk.gpu import ntt as gntt
-    from cuzk.gpu.runtime import GpuOutOfMemory
+    from cuzk.backends.gpu import msm as gmsm
+    from cuzk.backends.gpu import ntt as gntt
+    from cuzk.backends.gpu.runtime import GpuOutOfMemory
 
 FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 
@@ -191,7 +191,7 @@ def _device_bases(group: int, n: int, infinity_every: int = 0):
     dP = gmsm.upload_points(to_lem(P), group)
     dQ = gmsm.upload_points(to_lem(Qp), group)
     out = cupy.empty((n, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
-    from cuzk.gpu.runtime import grid_for, launch
+    from cuzk.backends.gpu.runtime import grid_for, launch
 
     launch("msm", f"g{group}_add_tables", grid_for(n, 128), 128, (dP, np.uint32(m), dQ, np.uint32(n), out), "test bases")
     if infinity_every:
@@ -345,7 +345,7 @@ def test_kernel_variants_match_cpu(defines, group, n, kind, monkeypatch):
     multiply (CUZK_MUL_EO=1: everything) or two accumulation ranges per thread (CUZK_ACC_ILP=2: the
     bucket and the compacted 0/1 accumulation; S = 4 at these sizes, so ranges cross many bucket
     boundaries) gives the CPU path's results."""
-    from cuzk.gpu import runtime
+    from cuzk.backends.gpu import runtime
 
     bases, host = _device_bases(group, n, infinity_every=13)  # made by the default module
     s = _scalars(kind, n)
@@ -472,7 +472,7 @@ def test_gpu_prover_rejects_bad_witness():
 
 
 def test_pinned_switch_gives_same_upload(monkeypatch):
-    from cuzk.gpu.backend import upload_fr
+    from cuzk.backends.gpu.backend import upload_fr
 
     v = rand_fr(12345)
     monkeypatch.setenv("CUZK_PINNED", "1")
@@ -484,7 +484,7 @@ def test_pinned_switch_gives_same_upload(monkeypatch):
 
 @pytest.mark.parametrize("copy", ["single", "parallel"])
 def test_pinned_witness_uploads_by_dma_and_staging_copies_agree(copy, monkeypatch):
-    from cuzk.gpu.backend import is_pinned, to_pinned, upload_fr
+    from cuzk.backends.gpu.backend import is_pinned, to_pinned, upload_fr
 
     monkeypatch.setenv("CUZK_UPLOAD_COPY", copy)
     v = rand_fr(70001)
@@ -496,7 +496,7 @@ def test_pinned_witness_uploads_by_dma_and_staging_copies_agree(copy, monkeypatc
 
 
 def test_gpu_prover_with_a_pinned_witness_equals_pageable():
-    from cuzk.gpu.backend import to_pinned
+    from cuzk.backends.gpu.backend import to_pinned
     from cuzk.groth16 import prover, zkey
     from cuzk.r1cs import wtns
 
@@ -514,7 +514,7 @@ def test_gpu_prover_with_a_pinned_witness_equals_pageable():
 
 @pytest.mark.parametrize("group", [1, 2])
 def test_fixed_base_matches_cpu(group):
-    from cuzk.gpu import setup as gsetup
+    from cuzk.backends.gpu import setup as gsetup
 
     tables = gsetup._Tables()
     n = 300 if group == 1 else 60
@@ -528,7 +528,7 @@ def test_fixed_base_matches_cpu(group):
 
 @pytest.mark.parametrize("style", ["snarkjs", "bellperson"])
 def test_gpu_setup_keys_prove_on_both_backends(style):
-    from cuzk.gpu import setup as gsetup
+    from cuzk.backends.gpu import setup as gsetup
     from cuzk.groth16 import prover, verifier
     from cuzk.r1cs import r1cs, synthetic, wtns
 

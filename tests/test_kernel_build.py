@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuzk.gpu import build
+from cuzk.backends.gpu import build
 
 TARGET = build.DeviceTarget("90")
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "cuzk" / "gpu" / "kernels"
+KERNELS = ROOT / "cuzk" / "backends" / "gpu" / "kernels"
 
 # launch("module", "name" | f"g{group}_name" | f"{x}_name", ...)
 LAUNCH = re.compile(r'launch\(\s*"(\w+)",\s*(f?)"([\w{}]+)"')

@@ -153,15 +153,15 @@ def cmd_setup(a) -> int:
     timer = Timer("setup")
     backend = a.backend
     if backend == "auto":
-        from .. import gpu
+        from ..backends import gpu
 
         backend = "gpu" if gpu.available() else "cpu"
     if backend == "gpu":
-        from .. import gpu
+        from ..backends import gpu
 
         if not gpu.available():
             raise CuzkError("--backend gpu: no CUDA GPU visible (CuPy missing or no device)")
-        from ..gpu import setup as gpu_setup
+        from ..backends.gpu import setup as gpu_setup
 
         pk = gpu_setup.setup(rc.pce, style=a.format, timer=timer)
     else:
@@ -496,11 +496,11 @@ def cmd_status(a) -> int:
 
 
 def cmd_gpu_info(a) -> int:
-    from .. import gpu
+    from ..backends import gpu
 
     if not gpu.available():
         raise CuzkError("no CUDA GPU visible (CuPy missing or no device); the CPU backend is used")
-    from ..gpu import build
+    from ..backends.gpu import build
 
     info = build.info()
     _print_kv(

@@ -243,7 +243,7 @@ class Engine:
         want = cfg.gpus.backend
         use_gpu = False
         if want in ("auto", "gpu"):
-            from .. import gpu
+            from ..backends import gpu
 
             use_gpu = gpu.available()
             if want == "gpu" and not use_gpu:
@@ -712,7 +712,7 @@ class Engine:
             if msg:
                 raise JobFailure(f"partition {part.index}: {msg}")
         if self.backend_name == "gpu" and self.config.gpus.pinned_witness:
-            from ..gpu.backend import to_pinned
+            from ..backends.gpu.backend import to_pinned
 
             w = to_pinned(w)  # here, in parallel with the GPU's current proof, not inside the next one
             if part.witness is not None:

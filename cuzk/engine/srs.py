@@ -9,7 +9,7 @@
   keyed by the source file's path, size and mtime, so it survives restarts and is rebuilt when the key
   changes.
 * **HOT**: resident for a device: arkworks point objects (``ProvingKey.load_all``) for the CPU backend,
-  GPU memory (``cuzk.gpu.backend.device_key``) for a GPU. Promotion from WARM is a copy of the mapped
+  GPU memory (``cuzk.backends.gpu.backend.device_key``) for a GPU. Promotion from WARM is a copy of the mapped
   vectors (plus object construction on the CPU).
 
 Budgets: ``hot_budget`` per device, ``warm_budget`` for all cache files. When a promotion would exceed a
@@ -337,7 +337,7 @@ class SrsManager:
                 if not any(not d.startswith("gpu:") for d in e.hot):  # CPU devices share the host objects
                     e.pk.drop_objects()  # the mapped vectors stay (views of the mmap keep it open)
             else:
-                from ..gpu.backend import evict_device_key
+                from ..backends.gpu.backend import evict_device_key
 
                 evict_device_key(e.pk, int(device.split(":")[1]))
         if self.metrics:
@@ -412,7 +412,7 @@ class SrsManager:
             return need
         import cupy
 
-        from ..gpu.backend import device_key
+        from ..backends.gpu.backend import device_key
 
         dev = int(device.split(":")[1])
         need = pk.raw_bytes() + sum(m.memory_bytes() for m in (pk.A, pk.B, pk.C) if m is not None)

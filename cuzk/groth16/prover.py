@@ -129,14 +129,14 @@ _BACKENDS: dict[str, object] = {}
 def get_backend(name: str = "cpu"):
     """'cpu', 'gpu' or 'auto' (GPU when CuPy sees one, else CPU)."""
     if name == "auto":
-        from .. import gpu as _gpu
+        from ..backends import gpu as _gpu
 
         name = "gpu" if _gpu.available() else "cpu"
     if name not in _BACKENDS:
         if name == "cpu":
             _BACKENDS[name] = CpuBackend()
         elif name == "gpu":
-            from ..gpu.backend import GpuBackend
+            from ..backends.gpu.backend import GpuBackend
 
             _BACKENDS[name] = GpuBackend()
         else:

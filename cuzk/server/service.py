@@ -37,7 +37,7 @@ _TIER = {"HOT": pb.HOT, "WARM": pb.WARM, "COLD": pb.COLD}
 
 
 def _is_gpu_oom(e: BaseException) -> bool:
-    # cuzk.gpu.runtime.GpuOutOfMemory imports only where CuPy exists: matched by name (or a marker)
+    # cuzk.backends.gpu.runtime.GpuOutOfMemory imports only where CuPy exists: matched by name (or a marker)
     return getattr(e, "resource_exhausted", False) or any(k.__name__ == "GpuOutOfMemory" for k in type(e).__mro__)
 
 

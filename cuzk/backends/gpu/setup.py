@@ -16,14 +16,14 @@ import cupy
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point
 
-from ..curve import points as pts
-from ..curve.fixed_base import FixedBase
-from ..field import fr
-from ..field.constants import R, root_of_unity
-from ..groth16.keys import SNARKJS, ProvingKey
-from ..groth16.setup import assemble_key, density_selection, plan
-from ..r1cs.pce import CSR, PCE
-from ..timing import Timer
+from ...curve import points as pts
+from ...curve.fixed_base import FixedBase
+from ...field import fr
+from ...field.constants import R, root_of_unity
+from ...groth16.keys import SNARKJS, ProvingKey
+from ...groth16.setup import assemble_key, density_selection, plan
+from ...r1cs.pce import CSR, PCE
+from ...timing import Timer
 from . import msm as gmsm
 from .backend import DeviceKey, _key_lock
 from .ntt import GpuDomain

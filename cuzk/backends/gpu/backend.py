@@ -21,10 +21,10 @@ import time
 import cupy
 import numpy as np
 
-from ..field import fr
-from ..groth16.keys import SNARKJS, ProvingKey
-from ..groth16.quotient import coset_params
-from ..timing import Timer
+from ...field import fr
+from ...groth16.keys import SNARKJS, ProvingKey
+from ...groth16.quotient import coset_params
+from ...timing import Timer
 from . import msm as gmsm
 from . import ntt as gntt
 from .runtime import BLOCK, env_choice, grid_for, launch, op_errors
@@ -231,7 +231,7 @@ class GpuBackend:
                 h = cupy.empty((n, 4), dtype=cupy.uint64)  # a fresh vector, so a/b/c can be freed now
                 _ew("fr_mul_sub", a, b, c, h, n=n)
                 if pk.style != SNARKJS:
-                    from ..field.constants import R
+                    from ...field.constants import R
 
                     z_inv = pow((pow(shift, n, R) - 1) % R, -1, R)
                     dom.coset_intt(h, shift, scale=z_inv)  # Z(shift w^i) = shift^n - 1: one constant
@@ -243,7 +243,7 @@ class GpuBackend:
                 sc = {"a": wd[dk.a_index], "b": wd[dk.b_index], "l": wd[pk.n_public + 1 :]}
             pending_b2 = None
             if self.b_g2_on == "cpu":
-                from ..groth16.prover import CpuBackend, msm_jobs
+                from ...groth16.prover import CpuBackend, msm_jobs
 
                 pending_b2 = CpuBackend().submit(pk, msm_jobs(pk, w)["b2"])
             res = {}

@@ -15,9 +15,9 @@ import functools
 import cupy
 import numpy as np
 
-from ..field import fr
-from ..field.constants import SNARKJS_ROOT_GENERATOR, R
-from ..field.ntt import Domain as CpuDomain
+from ...field import fr
+from ...field.constants import SNARKJS_ROOT_GENERATOR, R
+from ...field.ntt import Domain as CpuDomain
 from .runtime import BLOCK, env_choice, grid_for, launch, op_errors, u32
 
 TILE_LOG = 10  # stages per pass at most (2^10 elements, 32 KiB of shared memory)

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import cupy
 import numpy as np
 
-from .. import CuzkError
+from ... import CuzkError
 from .build import MODULES, load_module
 
 BLOCK = 256

@@ -19,8 +19,8 @@ import cupy
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point
 
-from ..curve import points as pts
-from ..field.constants import Q, R
+from ...curve import points as pts
+from ...field.constants import Q, R
 from . import runtime
 from .runtime import BLOCK, GpuOutOfMemory, env_choice, grid_for, launch, op_errors, synchronize, u32
 
@@ -535,7 +535,7 @@ def _msm_chunk(
 def _combine(group: int, windows: list, extra) -> object:
     """sum_w 2^(shift_w) W_w + extra on the host: one small arkworks MSM instead of ~255 sequential
     doublings in a single GPU thread (measured 9 ms on the GPU for a G1 window combine)."""
-    from ..curve.msm import scalar
+    from ...curve.msm import scalar
 
     g = G1Point if group == 1 else G2Point
     pts_, sc = [], []

@@ -18,8 +18,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import CuzkError
-from ..field.constants import FQ_MONT_R, FQ_MONT_R2, FR_MONT_R, FR_MONT_R2, Q, R
+from ... import CuzkError
+from ...field.constants import FQ_MONT_R, FQ_MONT_R2, FR_MONT_R, FR_MONT_R2, Q, R
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 MODULES = ("msm", "ntt", "fr_ops", "setup", "probe")
