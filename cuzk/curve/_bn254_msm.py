@@ -1,0 +1,342 @@
+"""BN254 multi-scalar multiplication and fixed-base multiplication (numba kernels + thread driver).
+
+MSM: Pippenger with signed c-bit digits (2^(c-1) buckets per window). Scalars are recoded once into
+a (windows, k) int32 digit array; each window is an independent task (bucket accumulation with mixed
+additions, then the running-sum reduction) taken from a shared queue by ``threads`` workers, the
+caller's thread being one of them; window sums are combined by Horner's rule. Kernels release the GIL.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numba as nb
+import numpy as np
+
+from ._bn254_curve import jac_add, jac_dbl, jac_identity, jac_madd, jac_rows_to_affine, witness
+from ._bn254_field import fis_zero, fload, fneg, fone, fstore, fwords
+
+_Z = np.uint64(0)
+
+# ---------------------------------------------------------------------------------------------
+# kernels
+
+
+@nb.njit(nogil=True, cache=True)
+def k_max_bits(scalars, k):
+    """Bit length of the largest of k canonical 4-limb scalars."""
+    o3 = o2 = o1 = o0 = _Z
+    for i in range(k):
+        o0 |= scalars[i, 0]
+        o1 |= scalars[i, 1]
+        o2 |= scalars[i, 2]
+        o3 |= scalars[i, 3]
+    for limb, top in ((3, o3), (2, o2), (1, o1), (0, o0)):
+        if top != _Z:
+            b = 0
+            v = top
+            while v != _Z:
+                v >>= np.uint64(1)
+                b += 1
+            return 64 * limb + b
+    return 0
+
+
+@nb.njit(nogil=True, cache=True)
+def k_digits(scalars, k, c, out):
+    """Signed base-2^c digits of canonical 4-limb scalars: out[j, i] in (-2^(c-1), 2^(c-1)],
+    sum_j out[j, i] 2^(c j) = scalars[i]. With rows * c > the scalars' bit length the top digit never
+    carries out (its value is at most 2^(c-1))."""
+    nw = out.shape[0]
+    half = 1 << (c - 1)
+    mask = (1 << c) - 1
+    for i in range(k):
+        carry = 0
+        for j in range(nw):
+            bit = j * c
+            limb = bit >> 6
+            off = bit & 63
+            v = 0
+            if limb < 4:
+                v = np.int64((scalars[i, limb] >> np.uint64(off)) & np.uint64(mask))
+                if off + c > 64 and limb < 3:
+                    v |= np.int64((scalars[i, limb + 1] << np.uint64(64 - off)) & np.uint64(mask))
+            v += carry
+            if v > half:
+                v -= 1 << c
+                carry = 1
+            else:
+                carry = 0
+            out[j, i] = v
+
+
+@nb.njit(nogil=True, cache=True)
+def k_window(w, bases, digits, j, lo, hi, buckets, out, orow):
+    """Window j over points lo..hi: sum_b (b + 1) * bucket_b into out[orow] (Jacobian)."""
+    k = fwords(w)
+    nb_ = buckets.shape[0]
+    for b in range(nb_):
+        for t in range(2 * k, 3 * k):
+            buckets[b, t] = _Z
+    for i in range(lo, hi):
+        d = digits[j, i]
+        if d == 0:
+            continue
+        x = fload(w, bases, i, 0)
+        y = fload(w, bases, i, k)
+        if fis_zero(x) and fis_zero(y):
+            continue
+        if d < 0:
+            y = fneg(y)
+            d = -d
+        b = d - 1
+        X, Y, Z = jac_madd(fload(w, buckets, b, 0), fload(w, buckets, b, k), fload(w, buckets, b, 2 * k), x, y)
+        fstore(buckets, b, 0, X)
+        fstore(buckets, b, k, Y)
+        fstore(buckets, b, 2 * k, Z)
+    rx, ry, rz = jac_identity(w)
+    tx, ty, tz = rx, ry, rz
+    for b in range(nb_ - 1, -1, -1):
+        bz = fload(w, buckets, b, 2 * k)
+        if not fis_zero(bz):
+            rx, ry, rz = jac_add(rx, ry, rz, fload(w, buckets, b, 0), fload(w, buckets, b, k), bz)
+        tx, ty, tz = jac_add(tx, ty, tz, rx, ry, rz)
+    fstore(out, orow, 0, tx)
+    fstore(out, orow, k, ty)
+    fstore(out, orow, 2 * k, tz)
+
+
+@nb.njit(nogil=True, cache=True)
+def k_combine(w, sums, nw, chunks, c, out):
+    """out[0] = sum_j 2^(c j) * (sum over chunks of sums[j * chunks + t])."""
+    k = fwords(w)
+    ax, ay, az = jac_identity(w)
+    for j in range(nw - 1, -1, -1):
+        for _ in range(c):
+            ax, ay, az = jac_dbl(ax, ay, az)
+        for t in range(chunks):
+            r = j * chunks + t
+            ax, ay, az = jac_add(ax, ay, az, fload(w, sums, r, 0), fload(w, sums, r, k), fload(w, sums, r, 2 * k))
+    fstore(out, 0, 0, ax)
+    fstore(out, 0, k, ay)
+    fstore(out, 0, 2 * k, az)
+
+
+# ---------------------------------------------------------------------------------------------
+# driver
+
+
+def cpu_count() -> int:
+    env = os.environ.get("CUZK_CPU_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _get_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(2, cpu_count()), thread_name_prefix="cuzk-bn254")
+        return _pool
+
+
+def run_tasks(fn, ntasks: int, threads: int) -> None:
+    """fn(t) for t in range(ntasks) on `threads` workers (the caller is one of them); tasks are taken in
+    order from a shared counter, so uneven tasks balance. Exceptions propagate."""
+    threads = max(1, min(threads, ntasks))
+    if threads == 1:
+        for t in range(ntasks):
+            fn(t)
+        return
+    lock = threading.Lock()
+    nxt = [0]
+
+    def worker():
+        while True:
+            with lock:
+                t = nxt[0]
+                nxt[0] += 1
+            if t >= ntasks:
+                return
+            fn(t)
+
+    futs = [_get_pool().submit(worker) for _ in range(threads - 1)]
+    worker()
+    for f in futs:
+        f.result()
+
+
+def window_bits(k: int, bits: int = 254) -> int:
+    """Window size for k scalars of at most `bits` bits: minimises windows * (k mixed additions +
+    2^c full additions in the bucket reduction)."""
+    best, best_c = None, 2
+    for c in range(2, 21):
+        cost = math.ceil((bits + 1) / c) * (k + 1.6 * (1 << c))
+        if best is None or cost < best:
+            best, best_c = cost, c
+    return best_c
+
+
+def msm_jacobian(group: int, bases: np.ndarray, scalars: np.ndarray, threads: int | None = None, c: int | None = None):
+    """sum_i scalars[i] * bases[i] as a (1, 3 * words) Jacobian row."""
+    w = witness(group)
+    words = 4 if group == 1 else 8
+    k = scalars.shape[0]
+    out = np.zeros((1, 3 * words), dtype=np.uint64)
+    if k == 0:
+        return jacobian_identity(group)
+    if bases.shape[0] < k:
+        raise ValueError(f"msm: {k} scalars but only {bases.shape[0]} bases")
+    threads = cpu_count() if threads is None else max(1, int(threads))
+    scalars = np.ascontiguousarray(scalars, dtype=np.uint64)
+    bits = k_max_bits(scalars, k)
+    if bits == 0:
+        return jacobian_identity(group)
+    c = c or window_bits(k, bits)
+    nw = -(-(bits + 1) // c)
+    digits = np.empty((nw, k), dtype=np.int32)
+    k_digits(scalars, k, c, digits)
+    # split points too when there are few windows for many threads
+    chunks = 1
+    if threads > 1 and nw < 2 * threads and k >= 4096:
+        chunks = min(-(-2 * threads // nw), max(1, k // 2048))
+    step = -(-k // chunks)
+    sums = np.empty((nw * chunks, 3 * words), dtype=np.uint64)
+    nb_ = 1 << (c - 1)
+    local = threading.local()
+
+    def task(t):
+        buckets = getattr(local, "b", None)
+        if buckets is None:
+            buckets = local.b = np.empty((nb_, 3 * words), dtype=np.uint64)
+        j, ch = divmod(t, chunks)
+        k_window(w, bases, digits, j, ch * step, min(k, (ch + 1) * step), buckets, sums, t)
+
+    run_tasks(task, nw * chunks, threads)
+    k_combine(w, sums, nw, chunks, c, out)
+    return out
+
+
+def jacobian_identity(group: int) -> np.ndarray:
+    out = np.zeros((1, 12 if group == 1 else 24), dtype=np.uint64)
+    k_set_identity(witness(group), out)
+    return out
+
+
+@nb.njit(cache=True)
+def k_set_identity(w, out):
+    X, Y, Z = jac_identity(w)
+    k = fwords(w)
+    fstore(out, 0, 0, X)
+    fstore(out, 0, k, Y)
+    fstore(out, 0, 2 * k, Z)
+
+
+# ---------------------------------------------------------------------------------------------
+# fixed-base multiplication: scalars[i] * P for one base P and many scalars
+
+
+@nb.njit(nogil=True, cache=True)
+def k_fb_table(w, base, c, nw, tjac, table, scratch):
+    """table[j * h + e] = (e + 1) * 2^(c j) * P as affine rows (h = 2^(c-1)), P = base[0] (affine,
+    not the identity); tjac is (nw * h, 3 words) scratch."""
+    k = fwords(w)
+    h = 1 << (c - 1)
+    one = fone(w)
+    bx, by, bz = fload(w, base, 0, 0), fload(w, base, 0, k), one
+    for j in range(nw):
+        ax, ay, az = bx, by, bz
+        for e in range(h):
+            r = j * h + e
+            fstore(tjac, r, 0, ax)
+            fstore(tjac, r, k, ay)
+            fstore(tjac, r, 2 * k, az)
+            ax, ay, az = jac_add(ax, ay, az, bx, by, bz)
+        for _ in range(c):
+            bx, by, bz = jac_dbl(bx, by, bz)
+    jac_rows_to_affine(w, tjac, table, 0, nw * h, scratch)
+
+
+@nb.njit(nogil=True, cache=True)
+def k_fb_mul(w, table, c, digits, lo, hi, jac, out, scratch):
+    """out[lo:hi] = affine rows of sum_j digits[j, i] * table-window j (jac, scratch: row scratch)."""
+    k = fwords(w)
+    h = 1 << (c - 1)
+    nw = digits.shape[0]
+    for i in range(lo, hi):
+        ax, ay, az = jac_identity(w)
+        for j in range(nw):
+            d = digits[j, i]
+            if d == 0:
+                continue
+            neg = d < 0
+            if neg:
+                d = -d
+            r = j * h + d - 1
+            x = fload(w, table, r, 0)
+            y = fload(w, table, r, k)
+            if neg:
+                y = fneg(y)
+            ax, ay, az = jac_madd(ax, ay, az, x, y)
+        fstore(jac, i, 0, ax)
+        fstore(jac, i, k, ay)
+        fstore(jac, i, 2 * k, az)
+    jac_rows_to_affine(w, jac, out, lo, hi, scratch)
+
+
+def fb_window_bits(n: int, bits: int = 254) -> int:
+    best, best_c = None, 2
+    for c in range(2, 19):
+        nw = math.ceil((bits + 1) / c)
+        cost = nw * (n + 1.5 * (1 << (c - 1)))
+        if best is None or cost < best:
+            best, best_c = cost, c
+    return best_c
+
+
+def fixed_base(group: int, base_affine: np.ndarray, scalars: np.ndarray, threads: int | None = None, c: int | None = None):
+    """Affine Montgomery rows (n, 2 words) of scalars[i] * P, P = base_affine[0] (identity -> zeros)."""
+    w = witness(group)
+    words = 4 if group == 1 else 8
+    n = scalars.shape[0]
+    out = np.zeros((n, 2 * words), dtype=np.uint64)
+    if n == 0 or not base_affine.any():
+        return out
+    scalars = np.ascontiguousarray(scalars, dtype=np.uint64)
+    bits = k_max_bits(scalars, n)
+    if bits == 0:
+        return out
+    threads = cpu_count() if threads is None else max(1, int(threads))
+    c = c or fb_window_bits(n, bits)
+    nw = -(-(bits + 1) // c)
+    h = 1 << (c - 1)
+    table = np.empty((nw * h, 2 * words), dtype=np.uint64)
+    k_fb_table(
+        w, base_affine, c, nw, np.empty((nw * h, 3 * words), dtype=np.uint64), table, np.empty((nw * h, words), dtype=np.uint64)
+    )
+    digits = np.empty((nw, n), dtype=np.int32)
+    k_digits(scalars, n, c, digits)
+    chunk = 1024
+    ntasks = -(-n // chunk)
+    jac = np.empty((n, 3 * words), dtype=np.uint64)
+    local = threading.local()
+
+    def task(t):
+        scratch = getattr(local, "s", None)
+        if scratch is None:
+            scratch = local.s = np.empty((chunk, words), dtype=np.uint64)
+        k_fb_mul(w, table, c, digits, t * chunk, min(n, (t + 1) * chunk), jac, out, scratch)
+
+    run_tasks(task, ntasks, threads)
+    return out
