@@ -80,19 +80,20 @@ def load_verifying_key(path: str):
     return params.read_vk(path)
 
 
-def load_proof(path: str):
+def load_proof(path: str, curve):
+    """proof.json, or the curve's binary proof (bellperson's 192 bytes on BLS12-381, EVM's 256 on BN254)."""
     from ..groth16 import formats
 
     try:
         size = os.path.getsize(path)
     except OSError as e:
         raise CuzkError(f"{path}: cannot open: {e.strerror}") from None
-    if size == formats.PROOF_BYTES:
+    if size == curve.proof_bytes:
         with open(path, "rb") as fh:
             data = fh.read()
         if not data.lstrip().startswith(b"{"):
-            return formats.Proof.from_bytes(data, path)
-    return formats.read_proof_json(path)
+            return formats.Proof.from_bytes(data, curve, path)
+    return formats.read_proof_json(path, curve)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,6 +101,7 @@ def load_proof(path: str):
 
 
 def cmd_prove(a) -> int:
+    from ..backends import get_backend
     from ..groth16 import formats, prover
     from ..r1cs.wtns import read_wtns
 
@@ -109,12 +111,12 @@ def cmd_prove(a) -> int:
         pk = load_proving_key(a.zkey, a.r1cs)
         steps.done()
         steps.step("load witness")
-        w = read_wtns(a.wtns)
+        w = read_wtns(a.wtns, curve=pk.curve, expected_what=f"the key {a.zkey}")
         if w.shape[0] != pk.n_vars:
             raise CuzkError(f"{a.wtns}: witness has {w.shape[0]} values, the key {a.zkey} is for a circuit of {pk.n_vars} wires")
         steps.done()
         steps.step("prove")
-        res = prover.prove(pk, w, backend=a.backend, label=os.path.basename(a.wtns))
+        res = prover.prove(pk, w, get_backend(a.backend), label=os.path.basename(a.wtns))
         steps.done()
         steps.step("write")
         formats.write_proof_json(a.proof, res.proof)
@@ -134,8 +136,8 @@ def cmd_verify(a) -> int:
     from ..groth16 import formats, verifier
 
     vk = load_verifying_key(a.vkey)
-    public = formats.read_public_json(a.public, check_range=False)
-    proof = load_proof(a.proof)
+    public = formats.read_public_json(a.public, vk.curve, check_range=False)
+    proof = load_proof(a.proof, vk.curve)
     if len(public) != vk.n_public:
         print(f"INVALID: {a.public} has {len(public)} public signals, the key expects {vk.n_public}")
         return EXIT_INVALID
@@ -150,22 +152,27 @@ def cmd_setup(a) -> int:
     from ..timing import Timer
 
     rc = read_r1cs(a.r1cs)
+    if a.format == "bellperson" and not rc.curve.bellperson:
+        raise CuzkError(f"{a.r1cs}: the circuit is over {rc.curve}; bellperson parameters exist only for BLS12-381")
     timer = Timer("setup")
     backend = a.backend
+    from ..backends import gpu_available
+
     if backend == "auto":
-        from ..backends import gpu
-
-        backend = "gpu" if gpu.available() else "cpu"
+        backend = "gpu" if gpu_available() and rc.curve.name == "bls12_381" else "cpu"
     if backend == "gpu":
-        from ..backends import gpu
-
-        if not gpu.available():
+        if not gpu_available():
             raise CuzkError("--backend gpu: no CUDA GPU visible (CuPy missing or no device)")
+        if rc.curve.name != "bls12_381":
+            raise CuzkError(f"--backend gpu: the GPU setup kernels are built for BLS12-381 only; {rc.curve} keys come from --backend cpu")
         from ..backends.gpu import setup as gpu_setup
 
         pk = gpu_setup.setup(rc.pce, style=a.format, timer=timer)
     else:
-        pk = setup.setup(rc.pce, style=a.format, timer=timer)
+        try:
+            pk = setup.setup(rc.pce, style=a.format, timer=timer)
+        except ValueError as e:
+            raise CuzkError(f"{a.r1cs}: {e}") from None
     base = os.path.splitext(a.r1cs)[0]
     if a.format == "snarkjs":
         out = a.output or base + ".zkey"
@@ -178,7 +185,7 @@ def cmd_setup(a) -> int:
         vk_out = a.vkey or os.path.splitext(out)[0] + ".vk"
         params.write_vk(vk_out, pk.vk)
     t = timer.total()
-    print(f"wrote {out} and {vk_out} (domain 2^{pk.domain_log}, {pk.n_vars} wires, {t['total'] / 1e3:.1f} s)")
+    print(f"wrote {out} and {vk_out} ({pk.curve}, domain 2^{pk.domain_log}, {pk.n_vars} wires, {t['total'] / 1e3:.1f} s)")
     return EXIT_OK
 
 
@@ -187,7 +194,7 @@ def cmd_check(a) -> int:
     from ..r1cs.wtns import read_wtns
 
     rc = read_r1cs(a.r1cs)
-    w = read_wtns(a.wtns, expected_wires=rc.n_wires)
+    w = read_wtns(a.wtns, expected_wires=rc.n_wires, curve=rc.curve, expected_what=f"the circuit {a.r1cs}")
     bad = rc.pce.unsatisfied(w)
     if bad.size == 0:
         print(f"OK: all {rc.n_constraints} constraints satisfied")
@@ -226,7 +233,7 @@ def cmd_info(a) -> int:
         _print_kv(
             [
                 ("file", a.file),
-                ("kind", "circom r1cs (BLS12-381)"),
+                ("kind", f"circom r1cs ({rc.curve})"),
                 ("constraints", rc.n_constraints),
                 ("wires", rc.n_wires),
                 ("public outputs", rc.n_pub_out),
@@ -251,7 +258,7 @@ def cmd_info(a) -> int:
         _print_kv(
             [
                 ("file", a.file),
-                ("kind", "snarkjs Groth16 zkey (BLS12-381)"),
+                ("kind", f"snarkjs Groth16 zkey ({pk.curve})"),
                 ("wires", pk.n_vars),
                 ("public signals", pk.n_public),
                 ("domain", f"2^{pk.domain_log} = {pk.domain_size}"),
@@ -265,10 +272,10 @@ def cmd_info(a) -> int:
             ]
         )
     elif magic == b"wtns":
-        from ..r1cs.wtns import read_wtns
+        from ..r1cs.wtns import read_witness
 
-        w = read_wtns(a.file)
-        _print_kv([("file", a.file), ("kind", "circom witness"), ("values", w.shape[0])])
+        wit = read_witness(a.file)
+        _print_kv([("file", a.file), ("kind", f"circom witness ({wit.curve})"), ("values", wit.values.shape[0])])
     else:
         raise CuzkError(f"{a.file}: unrecognised file (magic {magic!r}); expected .r1cs, .zkey or .wtns")
     return EXIT_OK
@@ -279,22 +286,50 @@ def cmd_witness(a) -> int:
     from ..r1cs.wtns import write_wtns
 
     calc = WitnessCalculator(a.wasm)
-    write_wtns(a.wtns, calc.calculate(load_inputs_json(a.input)))
+    write_wtns(a.wtns, calc.calculate(load_inputs_json(a.input)), calc.curve)
     return EXIT_OK
 
 
 def cmd_synth_circuit(a) -> int:
+    from .. import curves
     from ..r1cs import synthetic
     from ..r1cs.r1cs import write_r1cs
     from ..r1cs.wtns import write_wtns
 
+    curve = curves.get(a.curve)
     n = a.constraints if a.constraints else synthetic.fit_domain(a.shape, a.domain)
-    c = synthetic.make(a.shape, n)
+    c = synthetic.make(a.shape, n, curve=curve)
     os.makedirs(a.output, exist_ok=True)
     write_r1cs(os.path.join(a.output, "circuit.r1cs"), c.pce, c.n_pub_out, c.n_pub_in, c.n_prv_in)
-    write_wtns(os.path.join(a.output, "witness.wtns"), c.witness)
-    print(f"wrote {a.output}/circuit.r1cs and witness.wtns ({c.pce.n_constraints} constraints, {c.pce.n_wires} wires)")
+    write_wtns(os.path.join(a.output, "witness.wtns"), c.witness, curve)
+    print(
+        f"wrote {a.output}/circuit.r1cs and witness.wtns ({curve}, {c.pce.n_constraints} constraints, {c.pce.n_wires} wires)"
+    )
     return EXIT_OK
+
+
+def cmd_export_calldata(a) -> int:
+    """The arguments of a Solidity verifier's verifyProof call, exactly as `snarkjs zkey export
+    soliditycalldata PUBLIC PROOF` prints them."""
+    from ..groth16 import formats
+
+    public = formats.read_public_json(a.public, check_range=False)
+    if a.proof.endswith(".json") or _looks_json(a.proof):
+        proof = formats.read_proof_json(a.proof)
+    else:
+        from .. import curves
+
+        proof = load_proof(a.proof, curves.get(a.curve))
+    print(formats.solidity_calldata(proof, public))
+    return EXIT_OK
+
+
+def _looks_json(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(64).lstrip()[:1] == b"{"
+    except OSError as e:
+        raise CuzkError(f"{path}: cannot open: {e.strerror}") from None
 
 
 def _print_timings(t: dict[str, float]) -> None:
@@ -518,7 +553,7 @@ def cmd_gpu_info(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cuzk", description="Groth16 (BLS12-381) prover, verifier and proving daemon")
+    p = argparse.ArgumentParser(prog="cuzk", description="Groth16 prover, verifier and proving daemon (BN254, BLS12-381)")
     p.add_argument("--version", action="version", version=f"cuzk {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
@@ -528,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("proof", help="output proof.json")
     s.add_argument("public", help="output public.json")
     s.add_argument("--r1cs", help="the circuit, required with bellperson .params")
-    s.add_argument("--proof-bin", help="also write the 192-byte bellperson-layout proof here")
+    s.add_argument("--proof-bin", help="also write the binary proof here (BLS12-381: bellperson's 192 bytes; BN254: EVM's 256)")
     s.add_argument("--backend", default="cpu", choices=["cpu", "gpu", "auto"])
     s.add_argument("-v", "--verbose", action="store_true", help="print the phase timings")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -537,8 +572,15 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("verify", help="verify: cuzk verify VKEY PUBLIC PROOF (exit 0 iff valid)")
     s.add_argument("vkey", help="verification_key.json or bellperson .vk")
     s.add_argument("public", help="public.json")
-    s.add_argument("proof", help="proof.json or a 192-byte binary proof")
+    s.add_argument("proof", help="proof.json or a binary proof (192 bytes on BLS12-381, 256 on BN254)")
     s.set_defaults(fn=cmd_verify)
+
+    s = sub.add_parser("export", help="export: cuzk export calldata PUBLIC PROOF (snarkjs zkey export soliditycalldata)")
+    s.add_argument("what", choices=["calldata"])
+    s.add_argument("public", help="public.json")
+    s.add_argument("proof", help="proof.json (or a binary proof, with --curve)")
+    s.add_argument("--curve", default="bn254", help="the curve of a binary proof (default bn254)")
+    s.set_defaults(fn=cmd_export_calldata)
 
     s = sub.add_parser("setup", help="development setup: keys for a circuit from fresh toxic waste")
     s.add_argument("r1cs", help="circuit (.r1cs)")
@@ -579,6 +621,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--constraints", type=int, default=0, help="constraint count (default: fill --domain)")
     s.add_argument("--domain", type=int, default=12, help="log2 domain to fill when --constraints is not given")
+    s.add_argument("--curve", default="bls12_381", help="bls12_381 (default) or bn254")
     s.add_argument("-o", "--output", required=True, help="output folder")
     s.set_defaults(fn=cmd_synth_circuit)
 

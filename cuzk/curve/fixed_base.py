@@ -1,17 +1,17 @@
-"""Fixed-base scalar multiplication on the CPU for key generation (many scalars, one base).
+"""Fixed-base scalar multiplication with arkworks objects (many scalars, one base): key generation.
 
 arkworks' ``point * scalar`` costs ~220 us (G1) / ~700 us (G2) here; a table of the 32 byte-window
 multiples j * 256^k * P (8192 points, built once per base) turns each product into at most 32
 additions of ~1.2 us (G1) / ~3.4 us (G2), 5-6x faster (NOTES.md, "dev setup"). The additions are
-still arkworks calls; results are returned as LEM bytes, ready for a zkey or the GPU.
+still library calls; results are returned as LEM bytes, ready for a zkey or the GPU. Works with any
+library whose points have ``+`` and ``identity()`` (the BN254 library has a faster numba version).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from py_arkworks_bls12381 import G1Point, G2Point
 
-from ..field import fr
+from ..curves import get as _get_curve
 from . import points as pts
 
 try:
@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - tqdm is a pinned dependency
 
 
 class FixedBase:
-    def __init__(self, base: G1Point | G2Point):
+    def __init__(self, base):
         self.group = type(base)
         self.table: list[list] = []
         p = base
@@ -34,11 +34,10 @@ class FixedBase:
 
     def mul_canonical(self, canon: np.ndarray, progress: str | None = None) -> list:
         """Points scalar_i * base for a (n, 4) uint64 array of canonical scalars."""
-        raw = np.ascontiguousarray(canon).view(np.uint8).reshape(canon.shape[0], 32)
         ident = self.group.identity
         table = self.table
         out = []
-        rows = raw.tobytes()
+        rows = np.ascontiguousarray(canon, dtype="<u8").tobytes()
         it = range(canon.shape[0])
         if progress and tqdm is not None and canon.shape[0] >= 20000:
             it = tqdm(it, desc=progress, unit="pt", leave=False, mininterval=1.0)
@@ -50,10 +49,11 @@ class FixedBase:
             out.append(acc)
         return out
 
-    def mul_fr(self, v: np.ndarray, progress: str | None = None) -> list:
-        """Points v_i * base for a Montgomery Fr vector."""
-        return self.mul_canonical(fr.from_mont(v), progress)
+    def mul_canonical_lem(self, canon: np.ndarray, progress: str | None = None, curve=None) -> bytes:
+        curve = curve or _get_curve("bls12_381")
+        group = 1 if self.group.__name__.startswith("G1") else 2
+        return pts.to_lem(curve, group, self.mul_canonical(canon, progress))
 
-    def mul_fr_lem(self, v: np.ndarray, progress: str | None = None) -> bytes:
-        points = self.mul_fr(v, progress)
-        return pts.g1_to_lem(points) if self.group is G1Point else pts.g2_to_lem(points)
+    def mul_fr(self, v: np.ndarray, progress: str | None = None) -> list:
+        """Points v_i * base for a Montgomery BLS12-381 Fr vector (the GPU setup's tables)."""
+        return self.mul_canonical(_get_curve("bls12_381").fr.from_mont(v), progress)

@@ -54,6 +54,10 @@ class Backend(Protocol):
         ...
 
     def memory(self, device: Device) -> Memory: ...
+    def device_title(self, device: Device) -> str:
+        """What the device is, for status ("NVIDIA H200", "CPU backend (16 MSM threads, 16 cores)")."""
+        ...
+
     def prepare_witness(self, w: Any) -> Any:
         """Host-side preparation done off the device's critical path (a GPU: copy into pinned memory)."""
         ...
@@ -91,11 +95,14 @@ class ProofSession(Protocol):
         """``matrix`` ("A", "B", "C") of the key times w, zero-padded to the domain size."""
         ...
 
-    def mul(self, a: Any, b: Any) -> Any: ...
+    def mul(self, a: Any, b: Any) -> Any:
+        """A fresh vector a*b (elementwise)."""
+        ...
 
     def evals_to_coset(self, vectors: Sequence[Any], generator: int, shift: int) -> None:
         """In place, each vector: evaluations on the 2^k domain (roots from ``generator``) ->
-        evaluations on the coset ``shift`` * domain (an inverse NTT, a scaling, an NTT)."""
+        evaluations on the coset ``shift`` * domain (an inverse NTT, a scaling, an NTT). Timed by the
+        session ("ntt_a", "ntt_b", "ntt_c", or "ntt_abc" when it transforms them together)."""
         ...
 
     def mul_sub(self, a: Any, b: Any, c: Any) -> Any:
@@ -106,20 +113,28 @@ class ProofSession(Protocol):
         """In place: evaluations on the coset ``shift`` * domain -> coefficients, times ``scale``."""
         ...
 
-    def gather(self, w: Any, index: Any) -> Any:
-        """w[index] (index: a host int64 array)."""
+    def gather(self, w: Any, which: str) -> Any:
+        """w at the key's scalar index ``which`` ("a" or "b": :meth:`ProvingKey.scalar_index`)."""
         ...
 
     def head(self, x: Any, n: int) -> Any:
         """The first n entries of x (a view where possible)."""
         ...
 
-    def msm(self, group: int, bases: str, scalars: Any, skip_infinity: bool = False) -> MsmFuture:
-        """sum_i scalars[i] * bases[i] over the key's vector ``bases`` (len(scalars) <= its length).
-        ``skip_infinity``: the vector holds points at infinity (snarkjs' per-wire A, B1, B2), which a
-        backend may drop with their scalars before the MSM."""
+    def tail(self, x: Any, start: int) -> Any:
+        """The entries of x from ``start`` on (a view where possible)."""
+        ...
+
+    def msm(self, group: int, bases: str, scalars: Any, skip_infinity: bool = False, label: str = "") -> MsmFuture:
+        """Start sum_i scalars[i] * bases[i] over the key's vector ``bases`` (len(scalars) <= its
+        length). ``skip_infinity``: the vector holds points at infinity (snarkjs' per-wire A, B1, B2),
+        which a backend may drop with their scalars. ``label`` names the MSM in phase timings."""
+        ...
+
+    def submitted(self) -> None:
+        """Every MSM of the proof has been submitted (a GPU records its device-side phases here)."""
         ...
 
     def close(self) -> None:
-        """Every MSM of the proof is submitted: record the phase timings (a GPU syncs its events)."""
+        """The proof's MSM results have been collected (or abandoned): release what the session holds."""
         ...

@@ -1,5 +1,10 @@
-"""Proof and key encodings: snarkjs JSON (proof.json, public.json, verification_key.json) and the
-192-byte bellperson proof (compressed A || B || C, zcash flags, big-endian).
+"""Proof and key encodings: snarkjs JSON (proof.json, public.json, verification_key.json) for every
+curve, and the binary proof: bellperson's 192 bytes on BLS12-381 (compressed A || B || C, zcash flags,
+big-endian), the EVM layout on BN254 (256 bytes: A, B, C uncompressed big-endian, G2 as c1 || c0; the
+order of Solidity calldata).
+
+JSON files carry their curve in the "curve" field (snarkjs writes "bls12381" or "bn128"); a reader given
+the curve it expects (the verifying key's) refuses a file of another curve in one line.
 """
 
 from __future__ import annotations
@@ -7,15 +12,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from typing import Any
 
-from py_arkworks_bls12381 import GT, G1Point, G2Point
-
-from .. import CuzkError
+from .. import CuzkError, curves
+from ..curve import curve_of
 from ..curve import points as pts
-from ..field.constants import Q, R
+from ..curves import Curve
 from .keys import VerifyingKey
-
-PROOF_BYTES = 192
 
 
 class JsonFormatError(CuzkError):
@@ -24,26 +27,44 @@ class JsonFormatError(CuzkError):
 
 @dataclass
 class Proof:
-    a: G1Point
-    b: G2Point
-    c: G1Point
+    a: Any
+    b: Any
+    c: Any
+
+    @property
+    def curve(self) -> Curve:
+        return curve_of(self.a)
 
     def to_bytes(self) -> bytes:
-        """bellperson layout: compressed A (48) || B (96) || C (48)."""
-        return self.a.to_compressed_bytes() + self.b.to_compressed_bytes() + self.c.to_compressed_bytes()
+        """BLS12-381: bellperson's compressed A (48) || B (96) || C (48); BN254: EVM A || B || C (256)."""
+        c = self.curve
+        if c.bellperson:
+            return self.a.to_compressed_bytes() + self.b.to_compressed_bytes() + self.c.to_compressed_bytes()
+        return pts.to_uncompressed_be(c, 1, [self.a]) + pts.to_uncompressed_be(c, 2, [self.b]) + pts.to_uncompressed_be(c, 1, [self.c])
 
     @staticmethod
-    def from_bytes(data: bytes, what: str = "proof") -> Proof:
-        if len(data) != PROOF_BYTES:
-            raise pts.PointError(f"{what}: {len(data)} bytes, expected {PROOF_BYTES} (compressed A || B || C)")
-        return Proof(
-            pts.g1_from_compressed(data[:48], f"{what}: A"),
-            pts.g2_from_compressed(data[48:144], f"{what}: B"),
-            pts.g1_from_compressed(data[144:], f"{what}: C"),
-        )
+    def from_bytes(data: bytes, curve: Curve | str = "bls12_381", what: str = "proof") -> Proof:
+        c = curves.get(curve)
+        if len(data) != c.proof_bytes:
+            layout = "compressed A || B || C" if c.bellperson else "uncompressed big-endian A || B || C"
+            raise pts.PointError(f"{what}: {len(data)} bytes, expected {c.proof_bytes} ({layout}, {c})")
+        if c.bellperson:
+            g1, g2 = c.n8q, 2 * c.n8q
+            return Proof(
+                pts.from_compressed(c, 1, data[:g1], f"{what}: A"),
+                pts.from_compressed(c, 2, data[g1 : g1 + g2], f"{what}: B"),
+                pts.from_compressed(c, 1, data[g1 + g2 :], f"{what}: C"),
+            )
+        g1, g2 = c.g1_bytes, c.g2_bytes
+        (a,) = pts.from_uncompressed_be(c, 1, data[:g1], 1, f"{what}: A")
+        (b,) = pts.from_uncompressed_be(c, 2, data[g1 : g1 + g2], 1, f"{what}: B")
+        (cc,) = pts.from_uncompressed_be(c, 1, data[g1 + g2 :], 1, f"{what}: C")
+        return Proof(a, b, cc)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Proof) and self.a == other.a and self.b == other.b and self.c == other.c
+
+    __hash__ = None  # type: ignore[assignment]  # mutable container of points: not hashable
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,10 +101,10 @@ def _decimal(v, where: str) -> int:
     return int(v, 10)
 
 
-def _int(v, where: str, bound: int) -> int:
+def _int(v, where: str, bound: int, name: str) -> int:
     x = _decimal(v, where)
     if not 0 <= x < bound:
-        raise JsonFormatError(f"{where}: value out of range [0, {'r' if bound == R else 'q'})")
+        raise JsonFormatError(f"{where}: value out of range [0, {name})")
     return x
 
 
@@ -93,40 +114,61 @@ def _list(v, n: int, where: str) -> list:
     return v
 
 
-def g1_from_json(v, where: str) -> G1Point:
+def g1_from_json(v, where: str, curve: Curve):
     v = _list(v, 3, where)
-    x, y, z = (_int(c, f"{where}[{i}]", Q) for i, c in enumerate(v))
+    x, y, z = (_int(c, f"{where}[{i}]", curve.q, "q") for i, c in enumerate(v))
     if z == 0:
-        return G1Point.identity()
+        return curve.lib.G1Point.identity()
     if z != 1:
         raise JsonFormatError(f"{where}: projective z = {z}, expected 1 (affine) or 0 (infinity)")
-    return pts.g1_from_ints(x, y, where)
+    return pts.from_ints(curve, 1, (x, y), where)
 
 
-def g2_from_json(v, where: str) -> G2Point:
+def g2_from_json(v, where: str, curve: Curve):
     v = _list(v, 3, where)
     (x0, x1), (y0, y1), (z0, z1) = (
-        [_int(c, f"{where}[{i}][{j}]", Q) for j, c in enumerate(_list(e, 2, f"{where}[{i}]"))] for i, e in enumerate(v)
+        [_int(c, f"{where}[{i}][{j}]", curve.q, "q") for j, c in enumerate(_list(e, 2, f"{where}[{i}]"))]
+        for i, e in enumerate(v)
     )
     if (z0, z1) == (0, 0):
-        return G2Point.identity()
+        return curve.lib.G2Point.identity()
     if (z0, z1) != (1, 0):
         raise JsonFormatError(f"{where}: projective z = [{z0}, {z1}], expected [1, 0]")
-    return pts.g2_from_ints(x0, x1, y0, y1, where)
+    return pts.from_ints(curve, 2, (x0, x1, y0, y1), where)
 
 
-def g1_to_json(p: G1Point) -> list[str]:
-    xy = pts.g1_to_ints(p)
+def g1_to_json(p) -> list[str]:
+    xy = pts.to_ints(curve_of(p), p)
     if xy is None:
         return ["0", "1", "0"]
     return [str(xy[0]), str(xy[1]), "1"]
 
 
-def g2_to_json(p: G2Point) -> list[list[str]]:
-    c = pts.g2_to_ints(p)
+def g2_to_json(p) -> list[list[str]]:
+    c = pts.to_ints(curve_of(p), p)
     if c is None:
         return [["0", "0"], ["1", "0"], ["0", "0"]]
     return [[str(c[0]), str(c[1])], [str(c[2]), str(c[3])], ["1", "0"]]
+
+
+def json_curve(obj: dict, where: str, expected: Curve | None) -> Curve:
+    """The curve a snarkjs JSON object names in its "curve" field, checked against ``expected``; a file
+    without the field takes ``expected``."""
+    name = obj.get("curve")
+    if name is None:
+        if expected is None:
+            raise JsonFormatError(f"{where}: no \"curve\" field, and no key to take the curve from")
+        return expected
+    try:
+        c = curves.get(name) if isinstance(name, str) else None
+    except curves.CurveError:
+        c = None
+    if c is None:
+        known = ", ".join(repr(x.snarkjs_name) for x in curves.all_curves())
+        raise JsonFormatError(f"{where}: curve {name!r}, expected one of {known}")
+    if expected is not None and c != expected:
+        raise JsonFormatError(f"{where}: curve {name!r}, expected {expected.snarkjs_name!r} (the key's curve, {expected})")
+    return c
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,10 +176,17 @@ def g2_to_json(p: G2Point) -> list[list[str]]:
 
 
 def proof_to_json(p: Proof) -> dict:
-    return {"pi_a": g1_to_json(p.a), "pi_b": g2_to_json(p.b), "pi_c": g1_to_json(p.c), "protocol": "groth16", "curve": "bls12381"}
+    return {
+        "pi_a": g1_to_json(p.a),
+        "pi_b": g2_to_json(p.b),
+        "pi_c": g1_to_json(p.c),
+        "protocol": "groth16",
+        "curve": p.curve.snarkjs_name,
+    }
 
 
-def proof_from_json(obj, where: str = "proof") -> Proof:
+def proof_from_json(obj, where: str = "proof", curve: Curve | None = None) -> Proof:
+    """A snarkjs proof object; ``curve`` (the verifying key's) is what the proof must be over."""
     if not isinstance(obj, dict):
         raise JsonFormatError(f"{where}: expected a JSON object with pi_a, pi_b, pi_c")
     for k in ("pi_a", "pi_b", "pi_c"):
@@ -145,12 +194,11 @@ def proof_from_json(obj, where: str = "proof") -> Proof:
             raise JsonFormatError(f"{where}: missing field {k!r}")
     if obj.get("protocol", "groth16") != "groth16":
         raise JsonFormatError(f"{where}: protocol {obj.get('protocol')!r}, expected 'groth16'")
-    if obj.get("curve", "bls12381") not in ("bls12381", "bls12-381"):
-        raise JsonFormatError(f"{where}: curve {obj.get('curve')!r}, expected 'bls12381'")
+    c = json_curve(obj, where, curve)
     return Proof(
-        g1_from_json(obj["pi_a"], f"{where}: pi_a"),
-        g2_from_json(obj["pi_b"], f"{where}: pi_b"),
-        g1_from_json(obj["pi_c"], f"{where}: pi_c"),
+        g1_from_json(obj["pi_a"], f"{where}: pi_a", c),
+        g2_from_json(obj["pi_b"], f"{where}: pi_b", c),
+        g1_from_json(obj["pi_c"], f"{where}: pi_c", c),
     )
 
 
@@ -158,18 +206,19 @@ def write_proof_json(path, p: Proof) -> None:
     _dump(path, proof_to_json(p))
 
 
-def read_proof_json(path) -> Proof:
-    return proof_from_json(_load(path, "proof"), str(path))
+def read_proof_json(path, curve: Curve | None = None) -> Proof:
+    return proof_from_json(_load(path, "proof"), str(path), curve)
 
 
-def public_from_json(obj, where: str = "public signals", check_range: bool = True) -> list[int]:
+def public_from_json(obj, where: str = "public signals", curve: Curve | None = None, check_range: bool = True) -> list[int]:
+    """Decimal strings -> integers; with ``curve`` and ``check_range``, each must be below its r."""
     if not isinstance(obj, list):
         raise JsonFormatError(f"{where}: expected a JSON array of decimal strings")
     out = []
     for i, v in enumerate(obj):
         x = _decimal(v, f"{where}[{i}]")
-        if check_range and not 0 <= x < R:
-            raise JsonFormatError(f"{where}[{i}]: public input not in [0, r)")
+        if check_range and (x < 0 or (curve is not None and x >= curve.r)):
+            raise JsonFormatError(f"{where}[{i}]: public input not in [0, r)" + (f" of {curve}" if curve else ""))
         out.append(x)
     return out
 
@@ -178,32 +227,34 @@ def write_public_json(path, public: list[int]) -> None:
     _dump(path, [str(x) for x in public])
 
 
-def read_public_json(path, check_range: bool = True) -> list[int]:
-    return public_from_json(_load(path, "public signals"), str(path), check_range)
+def read_public_json(path, curve: Curve | None = None, check_range: bool = True) -> list[int]:
+    return public_from_json(_load(path, "public signals"), str(path), curve, check_range)
 
 
 # ---------------------------------------------------------------------------------------------
 # verification_key.json
 
 
-def _gt_to_json(e: GT) -> list:
-    """Fq12 = c0 + c1 w, Fq6 = c0 + c1 v + c2 v^2, Fq2 = c0 + c1 u; arkworks serialises the 12 Fq
-    coefficients in that nesting order, little-endian, 48 bytes each (hex of the serialisation)."""
+def gt_to_json(e, curve: Curve) -> list:
+    """Fq12 = c0 + c1 w, Fq6 = c0 + c1 v + c2 v^2, Fq2 = c0 + c1 u: the 12 Fq coefficients in that nesting
+    order (the libraries' ``str`` is the hex of that serialisation, n8q bytes each, little-endian)."""
     raw = bytes.fromhex(str(e))
-    c = [str(int.from_bytes(raw[48 * i : 48 * i + 48], "little")) for i in range(12)]
+    k = curve.n8q
+    c = [str(int.from_bytes(raw[k * i : k * i + k], "little")) for i in range(12)]
     return [[[c[0], c[1]], [c[2], c[3]], [c[4], c[5]]], [[c[6], c[7]], [c[8], c[9]], [c[10], c[11]]]]
 
 
 def vk_to_json(vk: VerifyingKey) -> dict:
+    c = vk.curve
     return {
         "protocol": "groth16",
-        "curve": "bls12381",
+        "curve": c.snarkjs_name,
         "nPublic": vk.n_public,
         "vk_alpha_1": g1_to_json(vk.alpha1),
         "vk_beta_2": g2_to_json(vk.beta2),
         "vk_gamma_2": g2_to_json(vk.gamma2),
         "vk_delta_2": g2_to_json(vk.delta2),
-        "vk_alphabeta_12": _gt_to_json(GT.pairing(vk.alpha1, vk.beta2)),
+        "vk_alphabeta_12": gt_to_json(c.lib.GT.pairing(vk.alpha1, vk.beta2), c),
         "IC": [g1_to_json(p) for p in vk.ic],
     }
 
@@ -213,8 +264,9 @@ def vk_from_json(obj, where: str = "verification key") -> VerifyingKey:
         raise JsonFormatError(f"{where}: expected a JSON object")
     if obj.get("protocol") != "groth16":
         raise JsonFormatError(f"{where}: protocol {obj.get('protocol')!r}, expected 'groth16'")
-    if obj.get("curve") != "bls12381":
-        raise JsonFormatError(f"{where}: curve {obj.get('curve')!r}, expected 'bls12381'")
+    if "curve" not in obj:
+        raise JsonFormatError(f"{where}: no \"curve\" field (snarkjs writes one)")
+    c = json_curve(obj, where, None)
     for k in ("vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
         if k not in obj:
             raise JsonFormatError(f"{where}: not a Groth16 verification key (missing field {k!r})")
@@ -224,11 +276,11 @@ def vk_from_json(obj, where: str = "verification key") -> VerifyingKey:
     if "nPublic" in obj and obj["nPublic"] != len(ic) - 1:
         raise JsonFormatError(f"{where}: nPublic = {obj['nPublic']} but IC has {len(ic)} points (expected nPublic + 1)")
     return VerifyingKey(
-        g1_from_json(obj["vk_alpha_1"], f"{where}: vk_alpha_1"),
-        g2_from_json(obj["vk_beta_2"], f"{where}: vk_beta_2"),
-        g2_from_json(obj["vk_gamma_2"], f"{where}: vk_gamma_2"),
-        g2_from_json(obj["vk_delta_2"], f"{where}: vk_delta_2"),
-        [g1_from_json(p, f"{where}: IC[{i}]") for i, p in enumerate(ic)],
+        g1_from_json(obj["vk_alpha_1"], f"{where}: vk_alpha_1", c),
+        g2_from_json(obj["vk_beta_2"], f"{where}: vk_beta_2", c),
+        g2_from_json(obj["vk_gamma_2"], f"{where}: vk_gamma_2", c),
+        g2_from_json(obj["vk_delta_2"], f"{where}: vk_delta_2", c),
+        [g1_from_json(p, f"{where}: IC[{i}]", c) for i, p in enumerate(ic)],
     )
 
 
@@ -238,3 +290,26 @@ def write_vk_json(path, vk: VerifyingKey) -> None:
 
 def read_vk_json(path) -> VerifyingKey:
     return vk_from_json(_load(path, "verification key"), str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Solidity calldata
+
+
+def _p256(x: int) -> str:
+    return "0x" + format(x, "x").rjust(64, "0")
+
+
+def solidity_calldata(p: Proof, public: list[int]) -> str:
+    """The arguments of a Solidity Groth16 verifier's ``verifyProof(a, b, c, input)``, in the exact text
+    ``snarkjs zkey export soliditycalldata`` prints: 32-byte hex words, G2 coordinates as (c1, c0)."""
+    a = pts.to_ints(p.curve, p.a) or (0, 1)
+    b = pts.to_ints(p.curve, p.b) or (0, 0, 1, 0)
+    c = pts.to_ints(p.curve, p.c) or (0, 1)
+    inputs = ",".join(_p256(x) for x in public)
+    return (
+        f"[{_p256(a[0])}, {_p256(a[1])}],"
+        f"[[{_p256(b[1])}, {_p256(b[0])}],[{_p256(b[3])}, {_p256(b[2])}]],"
+        f"[{_p256(c[0])}, {_p256(c[1])}],"
+        f"[{inputs}]"
+    )

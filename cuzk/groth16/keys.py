@@ -1,17 +1,19 @@
-"""Groth16 keys held in memory, independent of their file format.
+"""Groth16 keys held in memory, independent of their file format and of any device.
 
 A :class:`ProvingKey` keeps the SRS point vectors as raw LEM bytes (the layout of snarkjs zkeys and of
-our GPU kernels: affine, little-endian Montgomery coordinates, infinity = zeros) and converts them to
-arkworks objects only when the CPU backend first needs them (``g1(name)`` / ``g2(name)``), once.
+our GPU kernels: affine, little-endian Montgomery coordinates, infinity = zeros). Resident forms (point
+objects for the CPU, device arrays for a GPU) belong to the backends (:mod:`cuzk.groth16.backend`), which
+keep them per key; the key holds only host data and small derived indices.
 
-Two parameter styles exist and decide how the prover builds H and which wires each MSM covers:
+Keys carry their curve: the verifying key's points are objects of the curve's point library, and
+``vk.curve`` / ``pk.curve`` name it. Two parameter styles exist (:mod:`cuzk.groth16.style`):
 
 * ``snarkjs``: A, B1, B2 hold one point per wire (infinity where the wire is absent); C holds one per
   private wire; H holds n points [L_{2j+1}^{(2n)}(tau)/delta] (odd-coset Lagrange basis); the quotient
-  scalars are evaluations on the odd coset of the 2n-domain (roots from generator 5).
-* ``bellperson``: A holds all inputs then aux wires in A's density; B1/B2 the inputs and aux wires in
-  B's density; L one point per aux wire; H holds n-1 points [tau^i Z(tau)/delta]; the quotient is in
-  coefficient form, computed on the multiplicative coset g = 7 (roots from generator 7).
+  scalars are evaluations on the odd coset of the 2n-domain (roots from the curve's snarkjs generator).
+* ``bellperson`` (BLS12-381 only): A holds all inputs then aux wires in A's density; B1/B2 the inputs and
+  aux wires in B's density; L one point per aux wire; H holds n-1 points [tau^i Z(tau)/delta]; the
+  quotient is in coefficient form, computed on the multiplicative coset g = 7 (roots from 7).
 """
 
 from __future__ import annotations
@@ -19,34 +21,38 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from py_arkworks_bls12381 import G1Point, G2Point
 
+from ..curve import curve_of
 from ..curve import points as pts
+from ..curves import Curve
 from ..r1cs.pce import CSR
 
 SNARKJS = "snarkjs"
 BELLPERSON = "bellperson"
 
+VECTOR_GROUPS = {"a": 1, "b1": 1, "b2": 2, "l": 1, "h": 1}
+
 
 @dataclass
 class VerifyingKey:
-    alpha1: G1Point
-    beta2: G2Point
-    gamma2: G2Point
-    delta2: G2Point
-    ic: list[G1Point]
-    beta1: G1Point | None = None
-    delta1: G1Point | None = None
+    alpha1: Any
+    beta2: Any
+    gamma2: Any
+    delta2: Any
+    ic: list[Any]
+    beta1: Any = None
+    delta1: Any = None
 
     @property
     def n_public(self) -> int:
         return len(self.ic) - 1
 
-
-_G1_VECTORS = ("a", "b1", "l", "h")
-_G2_VECTORS = ("b2",)
+    @property
+    def curve(self) -> Curve:
+        return curve_of(self.alpha1)
 
 
 @dataclass(eq=False)
@@ -70,57 +76,67 @@ class ProvingKey:
     b_inp_density: np.ndarray | None = None
     b_aux_density: np.ndarray | None = None
     source: str = ""
+    # host-side derived data (masks, indices) and what must live as long as the key (a file mapping)
     _objs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def curve(self) -> Curve:
+        return self.vk.curve
 
     @property
     def domain_size(self) -> int:
         return 1 << self.domain_log
 
     def count(self, name: str) -> int:
-        size = pts.G2_BYTES if name in _G2_VECTORS else pts.G1_BYTES
-        return len(self.raw[name]) // size
+        return len(self.raw[name]) // self.curve.point_bytes(VECTOR_GROUPS[name])
 
-    def g1(self, name: str) -> list[G1Point]:
-        """The named G1 vector as arkworks points (converted once, then cached)."""
-        if name not in self._objs:
-            self._objs[name] = pts.g1_from_lem(self.raw[name], self.count(name), f"{self.source}: {name} points")
-        return self._objs[name]
-
-    def g2(self, name: str) -> list[G2Point]:
-        if name not in self._objs:
-            self._objs[name] = pts.g2_from_lem(self.raw[name], self.count(name), f"{self.source}: {name} points")
-        return self._objs[name]
-
-    def load_all(self) -> None:
-        """Convert every vector now (the daemon's HOT tier for the CPU backend)."""
-        for n in _G1_VECTORS:
-            self.g1(n)
-        for n in _G2_VECTORS:
-            self.g2(n)
-
-    def drop_objects(self) -> None:
-        """Forget the CPU-side point objects (the HOT form of the CPU backend); device copies stay."""
-        for k in _G1_VECTORS + _G2_VECTORS:
-            self._objs.pop(k, None)
+    def points(self, name: str) -> list:
+        """The named vector as point-library objects (decoded now, not cached: the backends keep the
+        resident forms)."""
+        group = VECTOR_GROUPS[name]
+        return pts.from_lem(self.curve, group, self.raw[name], self.count(name), f"{self.source}: {name} points")
 
     def nonzero_mask(self, name: str) -> np.ndarray:
         """Which points of a vector are not the point at infinity (cheap, from the raw bytes)."""
         key = ("mask", name)
         if key not in self._objs:
-            size = pts.G2_BYTES if name in _G2_VECTORS else pts.G1_BYTES
-            arr = np.frombuffer(self.raw[name], dtype=np.uint64).reshape(-1, size // 8)
-            self._objs[key] = arr.any(axis=1)
+            self._objs[key] = pts.nonzero_rows(self.curve, VECTOR_GROUPS[name], self.raw[name])
         return self._objs[key]
+
+    def scalar_index(self, name: str) -> np.ndarray:
+        """bellperson keys: the witness index of each scalar of the A ("a") or B ("b") vectors (inputs
+        then the aux wires in the vector's density)."""
+        key = ("index", name)
+        if key not in self._objs:
+            n_in = self.n_public + 1
+            if name == "a":
+                assert self.a_aux_density is not None
+                idx = np.concatenate([np.arange(n_in), np.flatnonzero(self.a_aux_density) + n_in])
+            else:
+                assert self.b_inp_density is not None and self.b_aux_density is not None
+                idx = np.concatenate([np.flatnonzero(self.b_inp_density), np.flatnonzero(self.b_aux_density) + n_in])
+            self._objs[key] = idx.astype(np.int64)
+        return self._objs[key]
+
+    def keep_alive(self, obj: object) -> None:
+        """Tie ``obj`` (a file mapping the raw vectors view) to the key's lifetime."""
+        self._objs.setdefault("_keepalive", []).append(obj)
 
     def raw_bytes(self) -> int:
         return sum(len(v) for v in self.raw.values())
 
+    def matrix_bytes(self) -> int:
+        return sum(m.memory_bytes() for m in (self.A, self.B, self.C) if m is not None)
+
     @functools.cached_property
     def fingerprint(self) -> str:
-        """Identifies the key (circuit + toxic waste): hash of the header points and the IC."""
+        """Identifies the key (curve + circuit + toxic waste): hash of the header points and the IC."""
+        c = self.curve
         h = hashlib.sha256()
         h.update(self.style.encode())
-        h.update(pts.g1_to_lem([self.vk.alpha1]) + pts.g2_to_lem([self.vk.beta2, self.vk.gamma2, self.vk.delta2]))
-        h.update(pts.g1_to_lem(self.vk.ic))
-        h.update(bytes(self.raw["h"][: pts.G1_BYTES]))
+        if c.name != "bls12_381":  # BLS12-381 fingerprints stay what they were before keys had curves
+            h.update(c.name.encode())
+        h.update(pts.to_lem(c, 1, [self.vk.alpha1]) + pts.to_lem(c, 2, [self.vk.beta2, self.vk.gamma2, self.vk.delta2]))
+        h.update(pts.to_lem(c, 1, self.vk.ic))
+        h.update(bytes(self.raw["h"][: c.g1_bytes]))
         return h.hexdigest()[:16]

@@ -16,10 +16,12 @@ import os
 import struct
 
 from ..curve import points as pts
+from ..curves import get as get_curve
 from ..r1cs.binfile import FormatError, map_file
 from ..r1cs.pce import PCE
 from .keys import BELLPERSON, ProvingKey, VerifyingKey
 
+BLS = get_curve("bls12_381")  # bellperson parameters exist for BLS12-381 only
 _VECTORS = (("ic", 1), ("h", 1), ("l", 1), ("a", 1), ("b1", 1), ("b2", 2))
 _VK_BYTES = 3 * 96 + 3 * 192
 
@@ -27,10 +29,10 @@ _VK_BYTES = 3 * 96 + 3 * 192
 def _vk_bytes(vk: VerifyingKey) -> bytes:
     return b"".join(
         [
-            pts.g1_to_uncompressed([vk.alpha1, vk.beta1]),
-            pts.g2_to_uncompressed([vk.beta2, vk.gamma2]),
-            pts.g1_to_uncompressed([vk.delta1]),
-            pts.g2_to_uncompressed([vk.delta2]),
+            pts.to_uncompressed_be(BLS, 1, [vk.alpha1, vk.beta1]),
+            pts.to_uncompressed_be(BLS, 2, [vk.beta2, vk.gamma2]),
+            pts.to_uncompressed_be(BLS, 1, [vk.delta1]),
+            pts.to_uncompressed_be(BLS, 2, [vk.delta2]),
         ]
     )
 
@@ -38,22 +40,24 @@ def _vk_bytes(vk: VerifyingKey) -> bytes:
 def write_params(path: str | os.PathLike, pk: ProvingKey) -> None:
     if pk.style != BELLPERSON:
         raise ValueError("only bellperson-style keys can be written as .params")
+    if pk.curve != BLS:
+        raise ValueError(f"bellperson .params hold BLS12-381 keys, not {pk.curve}")
     tmp = os.fspath(path) + ".tmp"
     with open(tmp, "wb") as fh:
         fh.write(_vk_bytes(pk.vk))
         fh.write(struct.pack(">I", len(pk.vk.ic)))
-        fh.write(pts.g1_to_uncompressed(pk.vk.ic))
+        fh.write(pts.to_uncompressed_be(BLS, 1, pk.vk.ic))
         for name, group in _VECTORS[1:]:
             raw = pk.raw[name]
             size = 96 if group == 1 else 192
             fh.write(struct.pack(">I", len(raw) // size))
-            fh.write(pts.lem_to_uncompressed(raw, len(raw) // size, group))
+            fh.write(pts.lem_to_uncompressed_be(BLS, group, raw, len(raw) // size))
     os.replace(tmp, path)
 
 
 def write_vk(path: str | os.PathLike, vk: VerifyingKey) -> None:
     with open(path, "wb") as fh:
-        fh.write(_vk_bytes(vk) + struct.pack(">I", len(vk.ic)) + pts.g1_to_uncompressed(vk.ic))
+        fh.write(_vk_bytes(vk) + struct.pack(">I", len(vk.ic)) + pts.to_uncompressed_be(BLS, 1, vk.ic))
 
 
 class _Cursor:
@@ -75,12 +79,12 @@ class _Cursor:
 
 def _read_vk(cur: _Cursor) -> VerifyingKey:
     where = f"{cur.path}: verifying key"
-    alpha1, beta1 = pts.g1_from_uncompressed(cur.take(192, "verifying key"), 2, where)
-    beta2, gamma2 = pts.g2_from_uncompressed(cur.take(384, "verifying key"), 2, where)
-    (delta1,) = pts.g1_from_uncompressed(cur.take(96, "verifying key"), 1, where)
-    (delta2,) = pts.g2_from_uncompressed(cur.take(192, "verifying key"), 1, where)
+    alpha1, beta1 = pts.from_uncompressed_be(BLS, 1, cur.take(192, "verifying key"), 2, where)
+    beta2, gamma2 = pts.from_uncompressed_be(BLS, 2, cur.take(384, "verifying key"), 2, where)
+    (delta1,) = pts.from_uncompressed_be(BLS, 1, cur.take(96, "verifying key"), 1, where)
+    (delta2,) = pts.from_uncompressed_be(BLS, 2, cur.take(192, "verifying key"), 1, where)
     n_ic = cur.count("ic")
-    ic = pts.g1_from_uncompressed(cur.take(96 * n_ic, "ic"), n_ic, f"{cur.path}: ic")
+    ic = pts.from_uncompressed_be(BLS, 1, cur.take(96 * n_ic, "ic"), n_ic, f"{cur.path}: ic")
     return VerifyingKey(alpha1, beta2, gamma2, delta2, ic, beta1=beta1, delta1=delta1)
 
 
@@ -99,6 +103,8 @@ def read_vk(path: str | os.PathLike) -> VerifyingKey:
 def read_params(path: str | os.PathLike, pce: PCE) -> ProvingKey:
     """Parameters for the circuit ``pce``; every vector length is checked against the circuit."""
     path = os.fspath(path)
+    if pce.field is not None and pce.field.p != BLS.r:
+        raise FormatError(f"{path}: bellperson parameters are over BLS12-381 but the circuit is over {pce.field.name.split()[0]}")
     cur = _Cursor(_map(path), path)
     vk = _read_vk(cur)
     n_inputs = pce.n_public + 1
@@ -127,7 +133,7 @@ def read_params(path: str | os.PathLike, pce: PCE) -> ProvingKey:
                 f"{path}: vector {name} has {n} points, expected {expect[name]} for this circuit (is this the key of another circuit?)"
             )
         size = 96 if group == 1 else 192
-        raw[name] = pts.uncompressed_to_lem(cur.take(n * size, name), n, group, f"{path}: {name}")
+        raw[name] = pts.uncompressed_be_to_lem(BLS, group, cur.take(n * size, name), n, f"{path}: {name}")
     if cur.pos != len(cur.data):
         raise FormatError(f"{path}: {len(cur.data) - cur.pos} trailing bytes after the b_g2 vector")
     return ProvingKey(

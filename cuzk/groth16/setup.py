@@ -18,15 +18,14 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
-from py_arkworks_bls12381 import G1Point, G2Point
 
-from ..curve.fixed_base import FixedBase
-from ..curve.msm import scalar
-from ..field import fr
-from ..field.constants import BELLPERSON_GENERATOR, SNARKJS_ROOT_GENERATOR, R, root_of_unity
+from .. import curves
+from ..curve import points as pts
+from ..curves import Curve
 from ..r1cs.pce import CSR, PCE, empty_rows, transpose
 from ..timing import Timer
 from .keys import BELLPERSON, SNARKJS, ProvingKey, VerifyingKey
+from .style import style_of
 
 DEV_WARNING = (
     "WARNING: development setup from fresh toxic waste by a single party. "
@@ -34,14 +33,15 @@ DEV_WARNING = (
 )
 
 
-def _nonzero_rand() -> int:
-    return 1 + secrets.randbelow(R - 1)
+def _nonzero_rand(r: int) -> int:
+    return 1 + secrets.randbelow(r - 1)
 
 
-def lagrange_at(tau: int, log_n: int, generator: int) -> np.ndarray:
+def lagrange_at(curve: Curve, tau: int, log_n: int, generator: int) -> np.ndarray:
     """[L_c(tau) for c < n] of the 2^log_n domain from ``generator``: Z(tau) omega^c / (n (tau - omega^c))."""
+    fr, R = curve.fr, curve.r
     n = 1 << log_n
-    omega = root_of_unity(log_n, generator)
+    omega = curve.root_of_unity(log_n, generator)
     w = fr.powers(omega, n)
     denom = fr.sub(np.tile(fr.mont_scalar(tau), (n, 1)), w)
     inv = fr.batch_inverse(denom)  # tau outside the domain is checked by the caller
@@ -49,11 +49,11 @@ def lagrange_at(tau: int, log_n: int, generator: int) -> np.ndarray:
     return fr.scale(fr.mul(w, inv), z)
 
 
-def _pick_tau(log_n: int) -> int:
+def _pick_tau(r: int, log_n: int) -> int:
     n = 1 << log_n
     while True:
-        tau = _nonzero_rand()
-        if pow(tau, 2 * n, R) != 1:  # not in the n- nor the 2n-domain
+        tau = _nonzero_rand(r)
+        if pow(tau, 2 * n, r) != 1:  # not in the n- nor the 2n-domain
             return tau
 
 
@@ -64,10 +64,19 @@ def _qap(pce: PCE, n_inputs: int, lag: np.ndarray):
     return A, B, C, transpose(A).matvec(L), transpose(B).matvec(L), transpose(C).matvec(L)
 
 
+def curve_of_pce(pce: PCE) -> Curve:
+    assert pce.field is not None
+    c = curves.by_scalar_prime(pce.field.p)
+    if c is None:
+        raise ValueError(f"no known curve has the scalar field {pce.field.name}")
+    return c
+
+
 @dataclass
 class SetupPlan:
     """Sizes and fresh toxic waste of one setup (shared by the CPU and the GPU setup)."""
 
+    curve: Curve
     style: str
     n_inputs: int
     rows: int
@@ -87,11 +96,17 @@ class SetupPlan:
 def plan(pce: PCE, style: str, quiet: bool) -> SetupPlan:
     if not quiet:
         print(DEV_WARNING, file=sys.stderr, flush=True)
+    curve = curve_of_pce(pce)
+    st = style_of(style)
+    st.check_curve(curve)
     n_inputs = pce.n_public + 1
     rows = pce.n_constraints + n_inputs
     log_n = max(1, (rows - 1).bit_length())
-    gen = SNARKJS_ROOT_GENERATOR if style == SNARKJS else BELLPERSON_GENERATOR
-    return SetupPlan(style, n_inputs, rows, log_n, gen, _pick_tau(log_n), *(_nonzero_rand() for _ in range(4)))
+    if log_n > curve.two_adicity:
+        raise ValueError(f"{rows} constraint rows need a 2^{log_n} domain, beyond {curve}'s 2^{curve.two_adicity}")
+    gen = st.root_generator(curve)
+    r = curve.r
+    return SetupPlan(curve, style, n_inputs, rows, log_n, gen, _pick_tau(r, log_n), *(_nonzero_rand(r) for _ in range(4)))
 
 
 def density_selection(pce: PCE, n_inputs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -102,7 +117,7 @@ def density_selection(pce: PCE, n_inputs: int) -> tuple[np.ndarray, np.ndarray]:
 
 def assemble_key(pce: PCE, p: SetupPlan, mats: tuple[CSR, CSR, CSR], raw: dict, ic: list, source: str) -> ProvingKey:
     """The ProvingKey of a finished setup; the plan's toxic waste is wiped from it afterwards."""
-    vkp = _vk_points(p.alpha, p.beta, p.gamma, p.delta)
+    vkp = _vk_points(p.curve, p.alpha, p.beta, p.gamma, p.delta)
     vk = VerifyingKey(vkp["alpha1"], vkp["beta2"], vkp["gamma2"], vkp["delta2"], ic, beta1=vkp["beta1"], delta1=vkp["delta1"])
     p.tau = p.alpha = p.beta = p.gamma = p.delta = 0
     A, B, C = mats
@@ -129,38 +144,45 @@ def assemble_key(pce: PCE, p: SetupPlan, mats: tuple[CSR, CSR, CSR], raw: dict, 
     )
 
 
-class _Bases:
-    def __init__(self):
-        self.g1 = FixedBase(G1Point())
-        self.g2 = FixedBase(G2Point())
-
-
-def _vk_points(alpha: int, beta: int, gamma: int, delta: int):
-    g1, g2 = G1Point(), G2Point()
+def _vk_points(curve: Curve, alpha: int, beta: int, gamma: int, delta: int):
+    lib = curve.lib
+    g1, g2, sc = lib.G1Point(), lib.G2Point(), lib.Scalar
     return dict(
-        alpha1=g1 * scalar(alpha),
-        beta1=g1 * scalar(beta),
-        delta1=g1 * scalar(delta),
-        beta2=g2 * scalar(beta),
-        gamma2=g2 * scalar(gamma),
-        delta2=g2 * scalar(delta),
+        alpha1=g1 * sc(alpha),
+        beta1=g1 * sc(beta),
+        delta1=g1 * sc(delta),
+        beta2=g2 * sc(beta),
+        gamma2=g2 * sc(gamma),
+        delta2=g2 * sc(delta),
     )
+
+
+def _fixed_base_lem(curve: Curve, group: int, v: np.ndarray, progress: str | None) -> bytes:
+    """v_i * generator for a Montgomery Fr vector, as LEM bytes."""
+    lib = curve.lib
+    base = lib.G1Point() if group == 1 else lib.G2Point()
+    canon = curve.fr.from_mont(np.ascontiguousarray(v))
+    if progress and curve.cpu_library.endswith("arkworks_bls12_381"):
+        return lib.fixed_base_mul(group, base, canon, progress).tobytes()
+    return np.ascontiguousarray(lib.fixed_base_mul(group, base, canon)).tobytes()
 
 
 def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: bool = False) -> ProvingKey:
     """Keys for ``pce`` in the given parameter style (``snarkjs`` or ``bellperson``)."""
     timer = timer or Timer()
     p = plan(pce, style, quiet)
+    curve = p.curve
+    fr, R = curve.fr, curve.r
     n, tau, delta = p.n, p.tau, p.delta
     with timer.phase("setup_qap"):
-        lag = lagrange_at(tau, p.log_n, p.generator)
+        lag = lagrange_at(curve, tau, p.log_n, p.generator)
         A, B, C, u, v, w = _qap(pce, p.n_inputs, lag)
         k = fr.add(fr.add(fr.scale(u, p.beta), fr.scale(v, p.alpha)), w)
         ic_sc = fr.scale(k[: p.n_inputs], pow(p.gamma, -1, R))
         l_sc = fr.scale(k[p.n_inputs :], pow(delta, -1, R))
         if style == SNARKJS:
             # odd points of the 2n-domain: L^(2n)_{2j+1}(tau) = (tau^2n - 1)/(2n) * x / (tau - x), x = w2n^(2j+1)
-            w2n = root_of_unity(p.log_n + 1, p.generator)
+            w2n = curve.root_of_unity(p.log_n + 1, p.generator)
             x = fr.powers(w2n * w2n % R, n, start=w2n)
             inv = fr.batch_inverse(fr.sub(np.tile(fr.mont_scalar(tau), (n, 1)), x))
             zz = (pow(tau, 2 * n, R) - 1) * pow(2 * n, -1, R) * pow(delta, -1, R) % R
@@ -173,14 +195,11 @@ def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: boo
     else:
         a_sel, b_sel = density_selection(pce, p.n_inputs)
         a_sc, b_sc = u[a_sel], v[b_sel]
-    bases = _Bases()
     raw = {}
     with timer.phase("setup_points"):
-        raw["a"] = bases.g1.mul_fr_lem(a_sc, None if quiet else "setup A")
-        raw["b1"] = bases.g1.mul_fr_lem(b_sc, None if quiet else "setup B1")
-        raw["b2"] = bases.g2.mul_fr_lem(b_sc, None if quiet else "setup B2")
-        raw["l"] = bases.g1.mul_fr_lem(l_sc, None if quiet else "setup L")
-        raw["h"] = bases.g1.mul_fr_lem(h_sc, None if quiet else "setup H")
-        ic = bases.g1.mul_fr(ic_sc)
+        for name, group, sc in (("a", 1, a_sc), ("b1", 1, b_sc), ("b2", 2, b_sc), ("l", 1, l_sc), ("h", 1, h_sc)):
+            raw[name] = _fixed_base_lem(curve, group, sc, None if quiet else f"setup {name.upper()}")
+        ic_raw = _fixed_base_lem(curve, 1, ic_sc, None)
+        ic = pts.from_lem(curve, 1, ic_raw, p.n_inputs, "setup IC")
     del tau, delta
     return assemble_key(pce, p, (A, B, C), raw, ic, "setup")

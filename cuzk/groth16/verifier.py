@@ -12,36 +12,38 @@ proof by the caller when it needs to know which.
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
-from py_arkworks_bls12381 import GT, G1Point
-
-from ..curve.msm import scalar
-from ..field.constants import R
 from .formats import Proof
 from .keys import VerifyingKey
 
 
 def _public_ok(vk: VerifyingKey, public: list[int]) -> bool:
-    return len(public) == vk.n_public and all(0 <= x < R for x in public)
+    r = vk.curve.r
+    return len(public) == vk.n_public and all(0 <= x < r for x in public)
 
 
-def _points_ok(p: Proof) -> bool:
-    # arkworks objects are always on the curve; the subgroup check is what a decoder may skip
+def _points_ok(vk: VerifyingKey, p: Proof) -> bool:
+    # point objects are always on their curve; the subgroup check is what a decoder may skip; a proof of
+    # another curve than the key's is simply invalid
+    if p.curve != vk.curve:
+        return False
     return p.a.is_in_subgroup() and p.b.is_in_subgroup() and p.c.is_in_subgroup()
 
 
-def public_commitment(vk: VerifyingKey, public: list[int]) -> G1Point:
+def public_commitment(vk: VerifyingKey, public: list[int]) -> Any:
     if not public:
         return vk.ic[0]
-    return vk.ic[0] + G1Point.multiexp_unchecked(vk.ic[1:], [scalar(x) for x in public])
+    lib = vk.curve.lib
+    return vk.ic[0] + lib.G1Point.multiexp_unchecked(vk.ic[1:], [lib.Scalar(x) for x in public])
 
 
 def verify(vk: VerifyingKey, public: list[int], proof: Proof) -> bool:
     """True iff the proof is valid for these public signals."""
-    if not _public_ok(vk, public) or not _points_ok(proof):
+    if not _public_ok(vk, public) or not _points_ok(vk, proof):
         return False
     cpub = public_commitment(vk, public)
-    return GT.pairing_check([-proof.a, cpub, proof.c, vk.alpha1], [proof.b, vk.gamma2, vk.delta2, vk.beta2])
+    return vk.curve.lib.GT.pairing_check([-proof.a, cpub, proof.c, vk.alpha1], [proof.b, vk.gamma2, vk.delta2, vk.beta2])
 
 
 def verify_batch(vk: VerifyingKey, items: list[tuple[list[int], Proof]]) -> bool:
@@ -50,20 +52,21 @@ def verify_batch(vk: VerifyingKey, items: list[tuple[list[int], Proof]]) -> bool
         return True
     if len(items) == 1:
         return verify(vk, *items[0])
+    lib = vk.curve.lib
     g1s, g2s = [], []
-    acc_pub = G1Point.identity()
-    acc_c = G1Point.identity()
+    acc_pub = lib.G1Point.identity()
+    acc_c = lib.G1Point.identity()
     rho_sum = 0
     for public, proof in items:
-        if not _public_ok(vk, public) or not _points_ok(proof):
+        if not _public_ok(vk, public) or not _points_ok(vk, proof):
             return False
         rho = secrets.randbits(128) | 1
-        rs = scalar(rho)
+        rs = lib.Scalar(rho)
         g1s.append(-(proof.a * rs))
         g2s.append(proof.b)
         acc_pub = acc_pub + public_commitment(vk, public) * rs
         acc_c = acc_c + proof.c * rs
-        rho_sum = (rho_sum + rho) % R
-    g1s += [acc_pub, acc_c, vk.alpha1 * scalar(rho_sum)]
+        rho_sum = (rho_sum + rho) % vk.curve.r
+    g1s += [acc_pub, acc_c, vk.alpha1 * lib.Scalar(rho_sum)]
     g2s += [vk.gamma2, vk.delta2, vk.beta2]
-    return GT.pairing_check(g1s, g2s)
+    return lib.GT.pairing_check(g1s, g2s)

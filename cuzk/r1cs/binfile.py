@@ -12,7 +12,8 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-from .. import CuzkError
+from .. import CuzkError, curves
+from ..curves import Curve
 
 
 class FormatError(CuzkError):
@@ -158,11 +159,17 @@ class Reader:
         if value != prime:
             raise FormatError(f"{where}: {names[1]} {value:#x} is not {desc}{prime_hint}")
 
-    def scalar_field(self, hint: str = "") -> None:
-        """The n8 | prime prefix of r1cs / wtns headers: must be BLS12-381's scalar field."""
-        from ..field.constants import R
-
-        self.field(32, R, "the BLS12-381 scalar field", prime_hint=hint)
+    def curve(self, what: str = "the scalar field") -> Curve:
+        """The ``n8 u32 | prime`` prefix of r1cs / wtns headers: the curve whose scalar field it is."""
+        where = f"{self.bf.path}: section {self.sid} ({self.name})"
+        n8 = self.u32("n8")
+        if n8 != 32:
+            raise FormatError(f"{where}: n8 = {n8}, expected 32 ({what} of {_curve_names()})")
+        prime = self.integer(n8, "prime")
+        curve = curves.by_scalar_prime(prime)
+        if curve is None:
+            raise FormatError(f"{where}: prime {prime:#x} is not {what} of a supported curve ({_curve_names()})")
+        return curve
 
     def end(self) -> None:
         if self.pos != len(self.buf):
@@ -183,3 +190,13 @@ def write_binfile(path: str | os.PathLike, kind: str, version: int, sections: li
             for c in chunks:
                 fh.write(c)
     os.replace(tmp, path)
+
+
+def _curve_names() -> str:
+    return " or ".join(c.title for c in curves.all_curves())
+
+
+def curve_mismatch(what: str, got: Curve, expected: Curve, expected_what: str) -> FormatError:
+    """The one-line error for a file of one curve given with a key or circuit of another."""
+    return FormatError(f"{what} is over {got} but {expected_what} is over {expected}")
+

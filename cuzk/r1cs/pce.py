@@ -1,8 +1,8 @@
 """Pre-compiled constraint evaluator (PCE).
 
-A circuit's R1CS is held as three CSR matrices A, B, C over Fr (rows = constraints, columns = wires,
-values in Montgomery form) plus density bitmaps. Per proof only the witness changes, and the evaluation
-vectors are three sparse mat-vecs: a = A.w, b = B.w, c = C.w (mod r).
+A circuit's R1CS is held as three CSR matrices A, B, C over the curve's scalar field Fr (rows =
+constraints, columns = wires, values in Montgomery form) plus density bitmaps. Per proof only the
+witness changes, and the evaluation vectors are three sparse mat-vecs: a = A.w, b = B.w, c = C.w (mod r).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from ..field import fr
-from ..field.fr import mod_add, mod_sub, mont_mul
+from ..field import mont4
+from ..field.prime import PrimeField, empty
 
 _Z = np.uint64(0)
 
@@ -26,6 +26,7 @@ class CSR:
     cols: np.ndarray  # uint32, nnz
     vals: np.ndarray  # (nnz, 4) uint64, Montgomery Fr
     n_cols: int
+    field: PrimeField | None = None  # the field of vals (set by the readers; a caller may pass it instead)
 
     @property
     def n_rows(self) -> int:
@@ -43,18 +44,21 @@ class CSR:
             d[self.cols[nz]] = True
         return d
 
-    def matvec(self, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def matvec(self, w: np.ndarray, out: np.ndarray | None = None, field: PrimeField | None = None) -> np.ndarray:
+        field = field or self.field
+        if field is None:
+            raise ValueError("CSR.matvec: the matrix's field is unknown (pass field=)")
         if w.shape[0] != self.n_cols:
             raise ValueError(f"witness has {w.shape[0]} entries, matrix has {self.n_cols} columns")
-        out = fr.empty(self.n_rows) if out is None else out
-        _k_spmv(self.row_ptr, self.cols, self.vals, w, out)
+        out = empty(self.n_rows) if out is None else out
+        _k_spmv(self.row_ptr, self.cols, self.vals, w, out, field.m)
         return out
 
     def memory_bytes(self) -> int:
         return self.row_ptr.nbytes + self.cols.nbytes + self.vals.nbytes
 
     @staticmethod
-    def from_rows(rows: list[dict[int, int]], n_cols: int) -> CSR:
+    def from_rows(rows: list[dict[int, int]], n_cols: int, field: PrimeField) -> CSR:
         """Build from per-row {column: canonical coefficient} dicts (small circuits, tests)."""
         row_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
         cols: list[int] = []
@@ -64,13 +68,14 @@ class CSR:
                 cols.append(c)
                 vals.append(row[c])
             row_ptr[i + 1] = len(cols)
-        return CSR(row_ptr, np.array(cols, dtype=np.uint32), fr.from_ints(vals), n_cols)
+        return CSR(row_ptr, np.array(cols, dtype=np.uint32), field.from_ints(vals), n_cols, field)
 
 
 @nb.njit(parallel=True, cache=True)
-def _k_spmv(row_ptr, cols, vals, w, out):
+def _k_spmv(row_ptr, cols, vals, w, out, fm):
+    p0, p1, p2, p3, inv = fm[0], fm[1], fm[2], fm[3], fm[4]
+    o0, o1, o2, o3 = fm[9], fm[10], fm[11], fm[12]  # one, Montgomery: unit coefficients skip the multiply
     m = row_ptr.shape[0] - 1
-    o0, o1, o2, o3 = fr._ONE_M
     for r in nb.prange(m):
         s0 = s1 = s2 = s3 = _Z
         for j in range(row_ptr[r], row_ptr[r + 1]):
@@ -79,16 +84,17 @@ def _k_spmv(row_ptr, cols, vals, w, out):
             if v0 == o0 and v1 == o1 and v2 == o2 and v3 == o3:
                 t0, t1, t2, t3 = w[c, 0], w[c, 1], w[c, 2], w[c, 3]
             else:
-                t0, t1, t2, t3 = mont_mul(v0, v1, v2, v3, w[c, 0], w[c, 1], w[c, 2], w[c, 3])
-            s0, s1, s2, s3 = mod_add(s0, s1, s2, s3, t0, t1, t2, t3)
+                t0, t1, t2, t3 = mont4.mul(v0, v1, v2, v3, w[c, 0], w[c, 1], w[c, 2], w[c, 3], p0, p1, p2, p3, inv)
+            s0, s1, s2, s3 = mont4.add(s0, s1, s2, s3, t0, t1, t2, t3, p0, p1, p2, p3)
         out[r, 0], out[r, 1], out[r, 2], out[r, 3] = s0, s1, s2, s3
 
 
 @nb.njit(parallel=True, cache=True)
-def _k_unsatisfied(a, b, c, flags):
+def _k_unsatisfied(a, b, c, flags, fm):
+    p0, p1, p2, p3, inv = fm[0], fm[1], fm[2], fm[3], fm[4]
     for r in nb.prange(a.shape[0]):
-        p0, p1, p2, p3 = mont_mul(a[r, 0], a[r, 1], a[r, 2], a[r, 3], b[r, 0], b[r, 1], b[r, 2], b[r, 3])
-        d0, d1, d2, d3 = mod_sub(p0, p1, p2, p3, c[r, 0], c[r, 1], c[r, 2], c[r, 3])
+        t0, t1, t2, t3 = mont4.mul(a[r, 0], a[r, 1], a[r, 2], a[r, 3], b[r, 0], b[r, 1], b[r, 2], b[r, 3], p0, p1, p2, p3, inv)
+        d0, d1, d2, d3 = mont4.sub(t0, t1, t2, t3, c[r, 0], c[r, 1], c[r, 2], c[r, 3], p0, p1, p2, p3)
         flags[r] = (d0 | d1 | d2 | d3) != _Z
 
 
@@ -101,6 +107,14 @@ class PCE:
     C: CSR
     n_wires: int
     n_public: int  # public signals, not counting the constant wire 0
+    field: PrimeField | None = None  # the scalar field (defaults to A's)
+
+    def __post_init__(self) -> None:
+        self.field = self.field or self.A.field
+        if self.field is None:
+            raise ValueError("PCE: the scalar field is unknown (pass field= or matrices that carry it)")
+        for m in (self.A, self.B, self.C):
+            m.field = m.field or self.field
 
     @property
     def n_constraints(self) -> int:
@@ -114,7 +128,7 @@ class PCE:
         """Indices of the constraints that w violates (empty when w satisfies the system)."""
         a, b, c = self.evaluate(w)
         flags = np.empty(a.shape[0], dtype=np.bool_)
-        _k_unsatisfied(a, b, c, flags)
+        _k_unsatisfied(a, b, c, flags, self.field.m)
         return np.flatnonzero(flags)
 
     def density(self) -> dict[str, np.ndarray]:
@@ -138,7 +152,7 @@ def transpose(m: CSR) -> CSR:
     row_ptr = np.zeros(m.n_cols + 1, dtype=np.int64)
     np.add.at(row_ptr, m.cols.astype(np.int64) + 1, 1)
     np.cumsum(row_ptr, out=row_ptr)
-    return CSR(row_ptr, rows[order], np.ascontiguousarray(m.vals[order]), m.n_rows)
+    return CSR(row_ptr, rows[order], np.ascontiguousarray(m.vals[order]), m.n_rows, m.field)
 
 
 def append_identity_rows(m: CSR, n_inputs: int) -> CSR:
@@ -146,10 +160,11 @@ def append_identity_rows(m: CSR, n_inputs: int) -> CSR:
     inputs in the QAP; snarkjs and bellperson both add them to A)."""
     row_ptr = np.concatenate([m.row_ptr, m.row_ptr[-1] + 1 + np.arange(n_inputs, dtype=np.int64)])
     cols = np.concatenate([m.cols, np.arange(n_inputs, dtype=np.uint32)])
-    vals = np.concatenate([m.vals, np.tile(fr.one_mont(), (n_inputs, 1))])
-    return CSR(row_ptr, cols, vals, m.n_cols)
+    assert m.field is not None
+    vals = np.concatenate([m.vals, np.tile(m.field.one_mont(), (n_inputs, 1))])
+    return CSR(row_ptr, cols, vals, m.n_cols, m.field)
 
 
 def empty_rows(m: CSR, extra: int) -> CSR:
     """m with ``extra`` empty rows appended."""
-    return CSR(np.concatenate([m.row_ptr, np.full(extra, m.row_ptr[-1], dtype=np.int64)]), m.cols, m.vals, m.n_cols)
+    return CSR(np.concatenate([m.row_ptr, np.full(extra, m.row_ptr[-1], dtype=np.int64)]), m.cols, m.vals, m.n_cols, m.field)

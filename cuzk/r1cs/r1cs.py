@@ -1,6 +1,8 @@
 """Reader for circom ``.r1cs`` files (version 1) into a :class:`~cuzk.r1cs.pce.PCE`.
 
 Header (section 1): n8 | prime r | nWires | nPubOut | nPubIn | nPrvIn | nLabels (u64) | nConstraints.
+The prime names the curve (BN254's r for circom's default ``--prime bn128``, BLS12-381's for
+``--prime bls12381``).
 Constraints (section 2): per constraint LC_A LC_B LC_C, LC = nTerms u32 | nTerms x (wire u32, coef n8 LE),
 coefficients canonical. Wire-to-label map (section 3): nWires x u64.
 The constraint section is scanned by a numba kernel (circuits of 10^8 terms parse in seconds).
@@ -14,12 +16,10 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from ..field import fr
-from ..field.constants import R, limbs
+from ..curves import Curve
+from ..field.prime import limbs
 from .binfile import FormatError, Reader, open_binfile, parse_binfile
 from .pce import CSR, PCE
-
-_R_LIMBS = np.array(limbs(R, 4), dtype=np.uint64)
 
 
 @dataclass
@@ -33,6 +33,7 @@ class R1CS:
     n_constraints: int
     pce: PCE
     wire_to_label: np.ndarray | None
+    curve: Curve
 
     @property
     def n_public(self) -> int:
@@ -73,7 +74,7 @@ def _scan(b, n_constraints, n8, n_wires, rmod, counts, fill, row_ptrs, cols, coe
             p += 4
             if p + nt * (4 + n8) > n:
                 return 1, c, p
-            for t in range(nt):
+            for _t in range(nt):
                 w = _u32(b, p)
                 if w >= n_wires:
                     return 2, c, p
@@ -125,8 +126,9 @@ _SCAN_ERRORS = {1: "truncated", 2: "wire id out of range", 3: "coefficient not b
 def _parse(bf) -> R1CS:
     path = bf.path
     hdr = Reader(bf.section(1, "header"), bf, 1, "header")
-    hdr.scalar_field(" (compile the circuit with `circom --prime bls12381`)")
+    curve = hdr.curve()
     n8 = 32
+    rmod = np.array(limbs(curve.r, 4), dtype=np.uint64)
     n_wires = hdr.u32("nWires")
     n_pub_out = hdr.u32("nPubOut")
     n_pub_in = hdr.u32("nPubIn")
@@ -144,7 +146,7 @@ def _parse(bf) -> R1CS:
     dummy_rp = np.zeros((3, 1), dtype=np.int64)
     dummy_c = np.zeros(0, dtype=np.uint32)
     dummy_v = np.zeros((0, 4), dtype=np.uint64)
-    st, ci, off = _scan(body, n_constraints, n8, n_wires, _R_LIMBS, counts, False, dummy_rp, dummy_c, dummy_v)
+    st, ci, off = _scan(body, n_constraints, n8, n_wires, rmod, counts, False, dummy_rp, dummy_c, dummy_v)
     if st:
         raise FormatError(f"{path}: section 2 (constraints): {_SCAN_ERRORS[st]} in constraint {ci} at offset {off}")
     if off != body.shape[0]:
@@ -153,13 +155,14 @@ def _parse(bf) -> R1CS:
     row_ptrs = np.zeros((3, n_constraints + 1), dtype=np.int64)
     cols = np.empty(total, dtype=np.uint32)
     coefs = np.empty((total, 4), dtype=np.uint64)
-    _scan(body, n_constraints, n8, n_wires, _R_LIMBS, counts, True, row_ptrs, cols, coefs)
+    _scan(body, n_constraints, n8, n_wires, rmod, counts, True, row_ptrs, cols, coefs)
+    fr = curve.fr
     fr.to_mont(coefs, out=coefs)
     mats = []
     start = 0
     for m in range(3):
         end = start + int(counts[m])
-        mats.append(CSR(row_ptrs[m].copy(), cols[start:end].copy(), coefs[start:end].copy(), n_wires))
+        mats.append(CSR(row_ptrs[m].copy(), cols[start:end].copy(), coefs[start:end].copy(), n_wires, fr))
         start = end
 
     wire_to_label = None
@@ -168,8 +171,8 @@ def _parse(bf) -> R1CS:
         if len(sec) != 8 * n_wires:
             raise FormatError(f"{path}: section 3 (wire map): {len(sec)} bytes, expected {8 * n_wires} for {n_wires} wires")
         wire_to_label = np.frombuffer(sec, dtype="<u8").copy()
-    pce = PCE(mats[0], mats[1], mats[2], n_wires=n_wires, n_public=n_pub_out + n_pub_in)
-    return R1CS(path, n_wires, n_pub_out, n_pub_in, n_prv_in, n_labels, n_constraints, pce, wire_to_label)
+    pce = PCE(mats[0], mats[1], mats[2], n_wires=n_wires, n_public=n_pub_out + n_pub_in, field=fr)
+    return R1CS(path, n_wires, n_pub_out, n_pub_in, n_prv_in, n_labels, n_constraints, pce, wire_to_label, curve)
 
 
 def read_r1cs(path: str | os.PathLike) -> R1CS:
@@ -211,16 +214,19 @@ def _constraint_bytes(mats, canon, lo: int, hi: int) -> bytes:
 def write_r1cs(
     path: str | os.PathLike, pce: PCE, n_pub_out: int, n_pub_in: int, n_prv_in: int, chunk_rows: int = 1 << 20
 ) -> None:
-    """Write a circom-compatible .r1cs (sections 1, 2, 3) from a PCE (for synthetic circuits)."""
+    """Write a circom-compatible .r1cs (sections 1, 2, 3) from a PCE (for synthetic circuits); the
+    header's prime is the PCE's field."""
     import struct
 
     from .binfile import write_binfile
 
+    fr = pce.field
+    assert fr is not None
     n_wires = pce.n_wires
     m = pce.n_constraints
     hdr = (
         struct.pack("<I", 32)
-        + R.to_bytes(32, "little")
+        + fr.p.to_bytes(32, "little")
         + struct.pack("<IIIIQI", n_wires, n_pub_out, n_pub_in, n_prv_in, n_wires, m)
     )
     mats = (pce.A, pce.B, pce.C)

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..field import fr
-from ..field.constants import R
+from ..curves import Curve
+from ..curves import get as get_curve
+from ..field.prime import PrimeField
 from .pce import CSR, PCE
 
 
@@ -31,30 +32,32 @@ class Circuit:
     name: str
 
 
-def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_rows: int, n_cols: int) -> CSR:
+def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_rows: int, n_cols: int, fr: PrimeField) -> CSR:
     """CSR from coordinate triples (vals a Montgomery Fr vector); entries sorted by row, stable."""
     order = np.argsort(rows, kind="stable")
     row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.add.at(row_ptr, rows.astype(np.int64) + 1, 1)
     np.cumsum(row_ptr, out=row_ptr)
-    return CSR(row_ptr, cols[order].astype(np.uint32), np.ascontiguousarray(vals[order]), n_cols)
+    return CSR(row_ptr, cols[order].astype(np.uint32), np.ascontiguousarray(vals[order]), n_cols, fr)
 
 
-def _ones(n: int) -> np.ndarray:
+def _ones(n: int, fr: PrimeField) -> np.ndarray:
     return np.tile(fr.one_mont(), (n, 1))
 
 
-def chain(n_constraints: int, seed: int | None = None) -> Circuit:
+def chain(n_constraints: int, seed: int | None = None, curve: Curve | str = "bls12_381") -> Circuit:
     """x_0 (public input) squared n times; x_n is the public output."""
+    fr = get_curve(curve).fr
+    R = fr.p
     n = n_constraints
     n_wires = n + 2  # 1, x_n, x_0, x_1..x_{n-1}
     idx = np.arange(n + 1, dtype=np.int64)
     wire_of = np.where(idx == 0, 2, np.where(idx == n, 1, idx + 2))  # wire of x_i
     rows = np.arange(n, dtype=np.int64)
-    one = _ones(n)
-    A = _csr(rows, wire_of[:n], one, n, n_wires)
-    B = _csr(rows, wire_of[:n], one, n, n_wires)
-    C = _csr(rows, wire_of[1:], one, n, n_wires)
+    one = _ones(n, fr)
+    A = _csr(rows, wire_of[:n], one, n, n_wires, fr)
+    B = _csr(rows, wire_of[:n], one, n, n_wires, fr)
+    C = _csr(rows, wire_of[1:], one, n, n_wires, fr)
     x = (seed if seed is not None else secrets.randbelow(R - 2)) + 2
     vals = [0] * n_wires
     vals[0] = 1
@@ -68,12 +71,14 @@ _T = 3
 _MDS = [[2, 3, 1], [1, 2, 3], [3, 1, 2]]
 
 
-def hash_like(n_constraints: int, seed: int | None = None) -> Circuit:
+def hash_like(n_constraints: int, seed: int | None = None, curve: Curve | str = "bls12_381") -> Circuit:
     """Rounds of x^5 S-boxes and linear mixing, width 3, about n_constraints rows (12 per round).
 
     Public inputs: two lanes of the initial state; private input: the third lane; public output: lane 0
     of the final state.
     """
+    fr = get_curve(curve).fr
+    R = fr.p
     rounds = max(1, n_constraints // 12)
     rc = [[(7 * r + 3 * j + 1) ** 5 % R for j in range(_T)] for r in range(rounds)]
     rng = secrets.SystemRandom() if seed is None else None
@@ -145,7 +150,7 @@ def hash_like(n_constraints: int, seed: int | None = None) -> Circuit:
     vals[1] = state[0]
     n_wires = w
     mats = [
-        _csr(np.array(rr), np.array(cc), fr.from_ints(vv), row, n_wires)
+        _csr(np.array(rr), np.array(cc), fr.from_ints(vv), row, n_wires, fr)
         for rr, cc, vv in ((rows_a, cols_a, vals_a), (rows_b, cols_b, vals_b), (rows_c, cols_c, vals_c))
     ]
     return Circuit(PCE(*mats, n_wires, 3), fr.from_ints(vals), 1, 2, 1, f"hash-{row}")
@@ -169,14 +174,18 @@ _PACK_BITS = 7
 _NNZ = {"xor": (1, 1, 3), "and": (1, 1, 1), "bool": (2, 1, 0), "pack": (_PACK_BITS, 1, 1)}
 
 
-def _mont_small(vals: np.ndarray) -> np.ndarray:
+def _mont_small(vals: np.ndarray, fr: PrimeField) -> np.ndarray:
     """Montgomery form of small non-negative integers (< 2^16) by table lookup."""
     table = fr.from_ints(range(int(vals.max()) + 1 if vals.size else 1))
     return table[vals]
 
 
-def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, seed: int | None = None) -> Circuit:
+def porep_like(
+    n_constraints: int, dense: bool = False, n_public: int = 328, seed: int | None = None, curve: Curve | str = "bls12_381"
+) -> Circuit:
     """A circuit with the statistics of a Filecoin PoRep partition and a satisfying witness."""
+    fr = get_curve(curve).fr
+    R = fr.p
     rng = np.random.default_rng(seed)
     blocks = max(1, n_constraints // len(_BLOCK))
     m = blocks * len(_BLOCK)
@@ -255,7 +264,7 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
         if k == "bool":
             bool_i += 1
     if not dense:
-        w = _mont_small(w_int)
+        w = _mont_small(w_int, fr)
 
     # matrices, row-major by construction: row r = block * 20 + position
     one = fr.one_mont()
@@ -292,7 +301,7 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
                 bi += 1
         row_ptr = np.zeros(m + 1, dtype=np.int64)
         row_ptr[1:] = np.cumsum(np.tile(np.array(per, dtype=np.int64), blocks))
-        return CSR(row_ptr, cols.reshape(-1), vals.reshape(-1, 4), n_wires)
+        return CSR(row_ptr, cols.reshape(-1), vals.reshape(-1, 4), n_wires, fr)
 
     mats = [build(which) for which in range(3)]
     name = f"porep{'-dense' if dense else ''}-{m}"
@@ -302,15 +311,15 @@ def porep_like(n_constraints: int, dense: bool = False, n_public: int = 328, see
 SHAPES = {
     "chain": chain,
     "hash": hash_like,
-    "porep": lambda n, seed=None: porep_like(n, dense=False, seed=seed),
-    "dense": lambda n, seed=None: porep_like(n, dense=True, seed=seed),
+    "porep": lambda n, seed=None, curve="bls12_381": porep_like(n, dense=False, seed=seed, curve=curve),
+    "dense": lambda n, seed=None, curve="bls12_381": porep_like(n, dense=True, seed=seed, curve=curve),
 }
 
 
-def make(shape: str, n_constraints: int, seed: int | None = None) -> Circuit:
+def make(shape: str, n_constraints: int, seed: int | None = None, curve: Curve | str = "bls12_381") -> Circuit:
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}: expected one of {', '.join(SHAPES)}")
-    return SHAPES[shape](n_constraints, seed)
+    return SHAPES[shape](n_constraints, seed, curve=curve)
 
 
 def fit_domain(shape: str, log_n: int) -> int:

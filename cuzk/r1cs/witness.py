@@ -50,9 +50,7 @@ from pathlib import Path
 import numpy as np
 import wasmtime
 
-from .. import CuzkError
-from ..field import fr
-from ..field.constants import R
+from .. import CuzkError, curves
 from .binfile import FormatError
 from .wtns import wtns_bytes
 
@@ -82,7 +80,6 @@ class WitnessError(CuzkError):
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
 _M64 = (1 << 64) - 1
-_BN254_R = 21888242871839275222246405745257275088548364400416034343698204186575808495617
 
 
 def fnv1a64(name: str) -> int:
@@ -108,22 +105,22 @@ def _short(v: object) -> str:
     return s if len(s) <= 40 else s[:37] + "..."
 
 
-def _value(v: object, name: str, k: int, n: int) -> int:
+def _value(v: object, name: str, k: int, n: int, prime: int) -> int:
     where = f"input '{name}'" + (f" element {k}" if n > 1 else "")
     if isinstance(v, (bool, np.bool_)):
         raise InputError(f"{where}: boolean {v} is not a field element (use 0 or 1)")
     if isinstance(v, numbers.Integral):
-        return int(v) % R
+        return int(v) % prime
     if isinstance(v, str):
         s = v.strip()
         if _DEC.fullmatch(s):
-            return int(s, 10) % R
+            return int(s, 10) % prime
         m = _HEX.fullmatch(s)
         if m:
             x = int(m.group(2), 16)
-            return (-x if m.group(1) == "-" else x) % R
+            return (-x if m.group(1) == "-" else x) % prime
     elif isinstance(v, float) and v.is_integer() and abs(v) <= 2**53:
-        return int(v) % R
+        return int(v) % prime
     raise InputError(f"{where}: {_short(v)} is not a field element (expected an integer, a decimal string or a 0x-hex string)")
 
 
@@ -138,8 +135,8 @@ def _leaves(value, acc: list) -> list:
     return acc
 
 
-def flatten_inputs(inputs: dict) -> list[tuple[str, list[int]]]:
-    """snarkjs-style inputs -> [(qualified signal name, values reduced mod r)], in input order.
+def flatten_inputs(inputs: dict, prime: int) -> list[tuple[str, list[int]]]:
+    """snarkjs-style inputs -> [(qualified signal name, values reduced mod ``prime``)], in input order.
 
     ``{"a": 1, "arr": [[1, 2], [3, 4]], "p": {"x": 1}, "q": [{"x": 1}, {"x": 2}]}`` gives
     ``a``, ``arr`` (4 values, row-major), ``p.x``, ``q[0].x``, ``q[1].x``.
@@ -152,7 +149,7 @@ def flatten_inputs(inputs: dict) -> list[tuple[str, list[int]]]:
         if prefix in out:
             raise InputError(f"input signal '{prefix}' is given twice")
         flat = _leaves(value, [])
-        out[prefix] = [_value(v, prefix, k, len(flat)) for k, v in enumerate(flat)]
+        out[prefix] = [_value(v, prefix, k, len(flat), prime) for k, v in enumerate(flat)]
 
     def walk(prefix: str, value) -> None:
         if isinstance(value, dict):
@@ -475,14 +472,12 @@ class WitnessCalculator:
             raise FormatError(f"{self.name}: not a circom witness generator: {_first_line(e)}") from None
         if ver != 2:
             raise FormatError(f"{self.name}: circom wasm version {ver}, expected 2 (circom 2.x)")
-        if prime != R:
-            if prime is None:
-                what = f"a {4 * n32}-byte field"
-            elif prime == _BN254_R:
-                what = "the bn128 (BN254) scalar field"
-            else:
-                what = f"prime {prime:#x}"
-            raise FormatError(f"{self.name}: circuit compiled for {what}, not BLS12-381; recompile with circom --prime bls12381")
+        curve = curves.by_scalar_prime(prime) if prime is not None else None
+        if curve is None:
+            what = f"a {4 * n32}-byte field" if prime is None else f"prime {prime:#x}"
+            known = " or ".join(f"{c.title} (--prime {c.circom_prime})" for c in curves.all_curves())
+            raise FormatError(f"{self.name}: circuit compiled for {what}, not the scalar field of {known}")
+        self.curve = curve
 
     # -- setup ------------------------------------------------------------------------------------
 
@@ -589,7 +584,7 @@ class WitnessCalculator:
 
     def calculate_canonical(self, inputs: dict, sanity_check: bool = False) -> np.ndarray:
         """The witness as canonical (not Montgomery) limbs, shape (n_wires, 4) uint64, w[0] = 1."""
-        signals = flatten_inputs(inputs)
+        signals = flatten_inputs(inputs, self.curve.r)
         with self._lock:
             if self._store is None:
                 self._instantiate()
@@ -604,11 +599,11 @@ class WitnessCalculator:
 
     def calculate(self, inputs: dict, sanity_check: bool = False) -> np.ndarray:
         """The witness (all wires, w[0] = 1) as a Montgomery Fr vector."""
-        return fr.to_mont(self.calculate_canonical(inputs, sanity_check))
+        return self.curve.fr.to_mont(self.calculate_canonical(inputs, sanity_check))
 
     def calculate_wtns_bytes(self, inputs: dict, sanity_check: bool = False) -> bytes:
         """The ``.wtns`` file contents (identical to ``snarkjs wtns calculate``)."""
-        return wtns_bytes(self.calculate(inputs, sanity_check))
+        return wtns_bytes(self.calculate(inputs, sanity_check), self.curve)
 
     def _run(self, signals: list[tuple[str, list[int]]], sanity_check: bool) -> np.ndarray:
         self._errors.clear()
@@ -678,7 +673,7 @@ class WitnessCalculator:
             for i in range(n):
                 get(store, i)
                 parts.append(mem.read(store, shared, shared + 32))
-            out[:] = fr.canonical_from_bytes(b"".join(parts), n)
+            out[:] = np.frombuffer(b"".join(parts), dtype="<u8").reshape(n, 4)
         if n and (out[0, 0] != 1 or out[0, 1:].any()):
             raise WitnessError(f"{self.name}: witness wire 0 is not 1: the circuit did not run to completion")
         return out

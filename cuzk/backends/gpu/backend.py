@@ -1,78 +1,99 @@
-"""The GPU prover backend: a/b/c, H and every G1 MSM on the device; B_G2 on the device or on CPU threads.
+"""The GPU backend: the recipe's primitives on CUDA devices, keys resident in device memory.
 
-``start`` runs the GPU part (upload of the witness, sparse mat-vecs, NTTs, MSMs) and returns; when
-B_G2 runs on the CPU ("A4" in the original daemon's numbering) it is left running on the MSM thread
-pool so that ``finish`` only waits for it. The SRS, the constraint matrices and the NTT twiddles stay
-resident on the device, attached to the key (one copy per device).
+Per proof (a :class:`GpuSession`): the witness is uploaded (one DMA when it is already in page-locked
+memory, else through a reused pinned staging buffer), a, b, c come from sparse mat-vecs into one
+(3, n) slab so the quotient's NTTs run as one batched launch per pass, h = a*b - c is a fresh vector
+(the slab is freed before the MSMs take their memory), and every MSM runs on the device; B_G2 may run on
+CPU threads instead ("A4" in the original daemon's numbering), left in flight for the recipe to collect.
+Phases are timed with CUDA events and recorded when the last MSM has been submitted.
 
-Switches (environment): ``CUZK_B_G2=gpu|cpu`` (default gpu), ``CUZK_PINNED=1|0`` (witness upload
-through a pinned staging buffer; default 1), ``CUZK_NTT_BATCH=1|0`` (a, b, c in one batched NTT launch
-per pass, phase ``ntt_abc``, or one after the other, phases ``ntt_a/b/c``; default 1),
-``CUZK_MSM_WINDOW`` (force a window size), ``CUZK_UPLOAD_COPY=single|parallel`` (the copy into the
-pinned staging buffer on one thread or on every core; default single until measured on the device).
+Device keys (the SRS vectors, the constraint matrices, the bellperson scalar indices) belong to this
+backend, one per (key, device), never to :class:`~cuzk.groth16.keys.ProvingKey`.
+
+Switches (environment; defaults are the measured winners): ``CUZK_B_G2=gpu|cpu``, ``CUZK_PINNED=1|0``,
+``CUZK_NTT_BATCH=1|0`` (a, b, c in one batched NTT launch per pass, phase ``ntt_abc``, or one after the
+other, phases ``ntt_a/b/c``), ``CUZK_UPLOAD_COPY=parallel|single`` (the copy into the pinned stage).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import cupy
 import numpy as np
 
+from ...curve import library
 from ...field import fr
-from ...groth16.keys import SNARKJS, ProvingKey
-from ...groth16.quotient import coset_params
+from ...groth16.backend import Device, Memory
+from ...groth16.keys import VECTOR_GROUPS, ProvingKey
 from ...timing import Timer
 from . import msm as gmsm
 from . import ntt as gntt
-from .runtime import BLOCK, env_choice, grid_for, launch, op_errors
-
-_GROUP = {"a": 1, "b1": 1, "l": 1, "h": 1, "b2": 2}
+from .runtime import BLOCK, GpuError, env_choice, grid_for, launch, op_errors
 
 
 class DeviceKey:
-    """Per-device resident copy of a proving key's SRS vectors and matrices."""
+    """A proving key resident on one GPU: its SRS vectors and matrices (and bellperson indices)."""
 
     def __init__(self, pk: ProvingKey, device: int, points: dict | None = None):
         """``points``: vectors already on the device (from the GPU setup) instead of uploading pk.raw."""
         self.device = device
         with cupy.cuda.Device(device), op_errors(f"uploading the SRS of {pk.source} to GPU {device}"):
             self.points = (
-                points if points is not None else {name: gmsm.upload_points(pk.raw[name], g) for name, g in _GROUP.items()}
+                points if points is not None else {name: gmsm.upload_points(pk.raw[name], g) for name, g in VECTOR_GROUPS.items()}
             )
             self.mats = {}
             for key, m in (("A", pk.A), ("B", pk.B), ("C", pk.C)):
                 if m is not None:
                     self.mats[key] = (cupy.asarray(m.row_ptr), cupy.asarray(m.cols), cupy.asarray(m.vals), m.n_rows)
-            if pk.style != SNARKJS:
-                n_in = pk.n_public + 1
-                aux_idx = lambda d: np.flatnonzero(d).astype(np.int64) + n_in  # noqa: E731
-                self.a_index = cupy.asarray(np.concatenate([np.arange(n_in), aux_idx(pk.a_aux_density)]))
-                self.b_index = cupy.asarray(np.concatenate([np.flatnonzero(pk.b_inp_density), aux_idx(pk.b_aux_density)]))
-        self.nbytes = sum(int(a.nbytes) for a in self.points.values()) + sum(
-            int(x.nbytes) for v in self.mats.values() for x in v[:3]
+            self.index = {}
+            if pk.a_aux_density is not None:
+                self.index = {which: cupy.asarray(pk.scalar_index(which)) for which in ("a", "b")}
+        self.nbytes = (
+            sum(int(a.nbytes) for a in self.points.values())
+            + sum(int(x.nbytes) for v in self.mats.values() for x in v[:3])
+            + sum(int(a.nbytes) for a in self.index.values())
         )
 
 
-_key_lock = threading.Lock()
+_keys_lock = threading.Lock()
+# per key: {device ordinal: DeviceKey}; weak on the key, so a key nobody holds leaves the device with it
+_device_keys: weakref.WeakKeyDictionary[ProvingKey, dict[int, DeviceKey]] = weakref.WeakKeyDictionary()
 
 
 def device_key(pk: ProvingKey, device: int | None = None) -> DeviceKey:
+    """The key resident on ``device`` (the current device when None), uploaded on first use."""
     dev = cupy.cuda.Device().id if device is None else device
-    key = ("gpu", dev)
-    with _key_lock:
-        dk = pk._objs.get(key)
+    with _keys_lock:
+        dk = _device_keys.get(pk, {}).get(dev)
         if dk is None:
-            dk = DeviceKey(pk, dev)
-            pk._objs[key] = dk
+            with cupy.cuda.Device(dev):
+                dk = DeviceKey(pk, dev)
+            _device_keys.setdefault(pk, {})[dev] = dk
     return dk
 
 
+def adopt_device_key(pk: ProvingKey, device: int, dk: DeviceKey) -> None:
+    """Record a key built on the device (the GPU setup) as resident there."""
+    with _keys_lock:
+        _device_keys.setdefault(pk, {})[device] = dk
+
+
 def evict_device_key(pk: ProvingKey, device: int) -> int:
-    dk = pk._objs.pop(("gpu", device), None)
+    with _keys_lock:
+        dk = _device_keys.get(pk, {}).pop(device, None)
     return dk.nbytes if dk else 0
+
+
+def resident_devices(pk: ProvingKey) -> list[int]:
+    with _keys_lock:
+        return sorted(_device_keys.get(pk, {}))
 
 
 class _Events:
@@ -82,22 +103,14 @@ class _Events:
         self.timer = timer
         self.marks: list[tuple[str, cupy.cuda.Event, cupy.cuda.Event]] = []
 
-    def phase(self, name: str):
-        ev = self
-
-        class _Ctx:
-            def __enter__(self):
-                self.start = cupy.cuda.Event()
-                self.start.record()
-
-            def __exit__(self, exc_type, *exc):
-                if exc_type is not None:  # no CUDA calls on the way out: they would replace the real error
-                    return False
-                end = cupy.cuda.Event()
-                end.record()
-                ev.marks.append((name, self.start, end))
-
-        return _Ctx()
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = cupy.cuda.Event()
+        start.record()
+        yield  # an exception passes straight through: no CUDA call on the way out would replace it
+        end = cupy.cuda.Event()
+        end.record()
+        self.marks.append((name, start, end))
 
     def flush(self) -> None:
         for name, a, b in self.marks:
@@ -141,7 +154,7 @@ def to_pinned(v: np.ndarray) -> np.ndarray:
 
 
 def _host_copy(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
-    """dst[:] = src, on every core (CUZK_UPLOAD_COPY=parallel, the default for Fr vectors: 2^26 witness
+    """dst[:] = src, on every core (CUZK_UPLOAD_COPY=parallel, the default for field vectors: 2^26 witness
     upload 272 -> 102 ms on the H200, 2026-12-03) or on one thread (single)."""
     if env_choice("CUZK_UPLOAD_COPY", ("parallel", "single")) == "parallel" and src.ndim == 2 and src.shape[1:] == (4,):
         return fr.copy_into(dst, src)
@@ -150,7 +163,7 @@ def _host_copy(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
 
 
 def upload_fr(v: np.ndarray) -> cupy.ndarray:
-    """Host Fr vector -> device: one DMA when ``v`` is already page-locked (``to_pinned``), else through
+    """Host field vector -> device: one DMA when ``v`` is already page-locked (``to_pinned``), else through
     a reused pinned staging buffer unless CUZK_PINNED=0."""
     if os.environ.get("CUZK_PINNED", "1") == "0":
         return cupy.asarray(v)
@@ -189,79 +202,157 @@ def spmv(mat, w: cupy.ndarray, out: cupy.ndarray) -> cupy.ndarray:
     return out
 
 
-def _ew(name: str, *arrays, n: int):
+def _ew(name: str, *arrays, n: int) -> None:
     launch("fr_ops", name, grid_for(n), BLOCK, (*arrays, np.uint32(n)), f"{name} of {n} elements")
+
+
+def _require_kernels(pk: ProvingKey) -> None:
+    if pk.curve.name != "bls12_381":
+        raise GpuError(f"{pk.source}: the GPU kernels are not built for {pk.curve} yet; use the CPU backend")
+
+
+class GpuSession:
+    """One proof on one GPU (see :class:`cuzk.groth16.backend.ProofSession`)."""
+
+    def __init__(self, backend: GpuBackend, pk: ProvingKey, dk: DeviceKey, timer: Timer):
+        self.backend, self.pk, self.dk, self.timer = backend, pk, dk, timer
+        self.ev = _Events(timer)
+        self.t0 = time.perf_counter()
+        self.n = pk.domain_size
+        self._slab: cupy.ndarray | None = None  # (3, n, 4): a, b, c, so the quotient's NTTs batch
+        self._rows = 0
+
+    def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return self.ev.phase(name)
+
+    def _row(self) -> cupy.ndarray:
+        if self._slab is None or self._rows == 3:
+            self._slab, self._rows = cupy.zeros((3, self.n, 4), dtype=cupy.uint64), 0
+        v = self._slab[self._rows]
+        self._rows += 1
+        return v
+
+    def upload(self, w: np.ndarray) -> cupy.ndarray:
+        return upload_fr(w)
+
+    def matvec(self, matrix: str, w: cupy.ndarray) -> cupy.ndarray:
+        return spmv(self.dk.mats[matrix], w, self._row())
+
+    def mul(self, a: cupy.ndarray, b: cupy.ndarray) -> cupy.ndarray:
+        out = self._row()
+        _ew("fr_mul", a, b, out, n=self.n)
+        return out
+
+    def evals_to_coset(self, vectors: Sequence[cupy.ndarray], generator: int, shift: int) -> None:
+        dom = gntt.domain(self.pk.domain_log, generator)
+        slab = self._slab
+        batched = (
+            self.backend.ntt_batch
+            and slab is not None
+            and len(vectors) == 3
+            and all(v.data.ptr == slab[i].data.ptr for i, v in enumerate(vectors))
+        )
+        if batched:
+            with self.ev.phase("ntt_abc"):
+                dom.evals_to_coset(slab, shift)
+            return
+        for name, x in zip("abc", vectors):
+            with self.ev.phase(f"ntt_{name}"):
+                dom.evals_to_coset(x, shift)
+
+    def mul_sub(self, a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray) -> cupy.ndarray:
+        h = cupy.empty((self.n, 4), dtype=cupy.uint64)
+        _ew("fr_mul_sub", a, b, c, h, n=self.n)
+        self._slab = None  # a, b, c are dead: their memory goes back before the MSMs
+        return h
+
+    def coset_intt(self, x: cupy.ndarray, generator: int, shift: int, scale: int) -> None:
+        gntt.domain(self.pk.domain_log, generator).coset_intt(x, shift, scale=scale)
+
+    def gather(self, w: cupy.ndarray, which: str) -> cupy.ndarray:
+        return w[self.dk.index[which]]
+
+    def head(self, x: cupy.ndarray, n: int) -> cupy.ndarray:
+        return x[:n]
+
+    def tail(self, x: cupy.ndarray, start: int) -> cupy.ndarray:
+        return x[start:]
+
+    def msm(self, group: int, bases: str, scalars: cupy.ndarray, skip_infinity: bool = False, label: str = ""):
+        if group == 2 and self.backend.b_g2_on == "cpu":
+            from ..cpu import CpuSession
+
+            cpu = self.backend.cpu()
+            host = cupy.asnumpy(scalars)
+            return CpuSession(self.pk, cpu.resident(self.pk), self.timer).msm(group, bases, host, skip_infinity, label)
+        name = {"b1": "b_g1", "b2": "b_g2"}.get(label, label)
+        with self.ev.phase(f"msm_{name}"):
+            return library.Done(gmsm.msm(group, self.dk.points[bases], cupy.ascontiguousarray(scalars)))
+
+    def submitted(self) -> None:
+        self.ev.flush()
+        # wall time of the whole GPU part (upload to the last MSM result on the host)
+        self.timer.record("gpu_part", (time.perf_counter() - self.t0) * 1e3)
+
+    def close(self) -> None:
+        self._slab = None
 
 
 class GpuBackend:
     name = "gpu"
+    msm_before_quotient = False
 
-    def __init__(self):
-        self.b_g2_on = os.environ.get("CUZK_B_G2", "gpu")
+    def __init__(self) -> None:
+        self.b_g2_on = env_choice("CUZK_B_G2", ("gpu", "cpu"))
         # a, b, c transformed in one batched launch per NTT pass (1) or one after the other (0)
         self.ntt_batch = os.environ.get("CUZK_NTT_BATCH", "1") == "1"
+        self._cpu = None
 
-    def start(self, pk: ProvingKey, w: np.ndarray, timer: Timer):
-        t_start = time.perf_counter()
-        ev = _Events(timer)
-        dk = device_key(pk)
-        n = pk.domain_size
-        with op_errors(f"GPU prove (key {pk.source})"):
-            with ev.phase("upload"):
-                wd = upload_fr(w)
-            with ev.phase("spmv"):
-                abc = cupy.zeros((3, n, 4), dtype=cupy.uint64)
-                a, b, c = abc[0], abc[1], abc[2]
-                spmv(dk.mats["A"], wd, a)
-                spmv(dk.mats["B"], wd, b)
-                if "C" in dk.mats:
-                    spmv(dk.mats["C"], wd, c)
-                else:
-                    _ew("fr_mul", a, b, c, n=n)
-            gen, shift = coset_params(pk.style, pk.domain_log)
-            dom = gntt.domain(pk.domain_log, gen)
-            if self.ntt_batch:
-                with ev.phase("ntt_abc"):
-                    dom.evals_to_coset(abc, shift)
-            else:
-                for name, x in (("a", a), ("b", b), ("c", c)):
-                    with ev.phase(f"ntt_{name}"):
-                        dom.evals_to_coset(x, shift)
-            with ev.phase("ntt_h"):
-                h = cupy.empty((n, 4), dtype=cupy.uint64)  # a fresh vector, so a/b/c can be freed now
-                _ew("fr_mul_sub", a, b, c, h, n=n)
-                if pk.style != SNARKJS:
-                    from ...field.constants import R
+    def cpu(self):
+        """The CPU backend B_G2 runs on when CUZK_B_G2=cpu."""
+        if self._cpu is None:
+            from ..cpu import CpuBackend
 
-                    z_inv = pow((pow(shift, n, R) - 1) % R, -1, R)
-                    dom.coset_intt(h, shift, scale=z_inv)  # Z(shift w^i) = shift^n - 1: one constant
-                    h = h[: n - 1]
-            del a, b, c, abc
-            if pk.style == SNARKJS:
-                sc = {"a": wd, "b": wd, "l": wd[pk.n_public + 1 :]}
-            else:
-                sc = {"a": wd[dk.a_index], "b": wd[dk.b_index], "l": wd[pk.n_public + 1 :]}
-            pending_b2 = None
-            if self.b_g2_on == "cpu":
-                from ...groth16.prover import CpuBackend, msm_jobs
+            self._cpu = CpuBackend()
+        return self._cpu
 
-                pending_b2 = CpuBackend().submit(pk, msm_jobs(pk, w)["b2"])
-            res = {}
-            for name, scal_key, bases_key in (("a", "a", "a"), ("b1", "b", "b1"), ("l", "l", "l"), ("h", None, "h")):
-                with ev.phase(f"msm_{'b_g1' if name == 'b1' else name}"):
-                    s = h if scal_key is None else sc[scal_key]
-                    res[name] = gmsm.msm(1, dk.points[bases_key], cupy.ascontiguousarray(s))
-            if pending_b2 is None:
-                with ev.phase("msm_b_g2"):
-                    res["b2"] = gmsm.msm(2, dk.points["b2"], cupy.ascontiguousarray(sc["b"]))
-            ev.flush()
-        # wall time of the whole GPU part (upload to the last G1/G2 MSM result on the host)
-        timer.record("gpu_part", (time.perf_counter() - t_start) * 1e3)
-        return {"res": res, "pending_b2": pending_b2, "t_b2": timer.elapsed_ms()}
+    # ---- devices
+    def devices(self) -> list[Device]:
+        return [Device(f"gpu:{i}", "gpu", i) for i in range(cupy.cuda.runtime.getDeviceCount())]
 
-    def finish(self, state, timer: Timer) -> dict[str, object]:
-        res = state["res"]
-        if state["pending_b2"] is not None:
-            res["b2"] = state["pending_b2"].result()
-            timer.record("msm_b_g2", timer.elapsed_ms() - state["t_b2"])
-        return res
+    def use(self, device: Device | None) -> contextlib.AbstractContextManager[Any]:
+        if device is None or device.ordinal < 0:
+            return contextlib.nullcontext()
+        return cupy.cuda.Device(device.ordinal)
+
+    def memory(self, device: Device) -> Memory:
+        with cupy.cuda.Device(device.ordinal):
+            free, total = cupy.cuda.runtime.memGetInfo()
+        return Memory(int(total), int(free))
+
+    def device_title(self, device: Device) -> str:
+        name = cupy.cuda.runtime.getDeviceProperties(device.ordinal)["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    def prepare_witness(self, w: np.ndarray) -> np.ndarray:
+        return to_pinned(w)
+
+    # ---- keys
+    def _ordinal(self, device: Device | None) -> int:
+        return cupy.cuda.Device().id if device is None or device.ordinal < 0 else device.ordinal
+
+    def load_key(self, pk: ProvingKey, device: Device | None = None) -> int:
+        _require_kernels(pk)
+        return device_key(pk, self._ordinal(device)).nbytes
+
+    def evict_key(self, pk: ProvingKey, device: Device | None = None) -> int:
+        return evict_device_key(pk, self._ordinal(device))
+
+    def resident_bytes_estimate(self, pk: ProvingKey) -> int:
+        return pk.raw_bytes() + pk.matrix_bytes()
+
+    def begin(self, pk: ProvingKey, timer: Timer, device: Device | None = None) -> GpuSession:
+        _require_kernels(pk)
+        dev = self._ordinal(device)
+        with cupy.cuda.Device(dev):
+            return GpuSession(self, pk, device_key(pk, dev), timer)
