@@ -37,7 +37,7 @@ class Curve:
     cpu_library: str  # module implementing the CPU point library (see cuzk.curve.library)
     proof_bytes: int  # length of the binary proof encoding (bellperson's compressed 192; EVM 256)
     bellperson: bool = False  # Filecoin/bellperson `.params` and compressed proofs exist for this curve
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
+    extra: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
 
     # ---- sizes
 

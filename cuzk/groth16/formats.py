@@ -39,8 +39,12 @@ class Proof:
         """BLS12-381: bellperson's compressed A (48) || B (96) || C (48); BN254: EVM A || B || C (256)."""
         c = self.curve
         if c.bellperson:
-            return self.a.to_compressed_bytes() + self.b.to_compressed_bytes() + self.c.to_compressed_bytes()
-        return pts.to_uncompressed_be(c, 1, [self.a]) + pts.to_uncompressed_be(c, 2, [self.b]) + pts.to_uncompressed_be(c, 1, [self.c])
+            return bytes(self.a.to_compressed_bytes() + self.b.to_compressed_bytes() + self.c.to_compressed_bytes())
+        return (
+            pts.to_uncompressed_be(c, 1, [self.a])
+            + pts.to_uncompressed_be(c, 2, [self.b])
+            + pts.to_uncompressed_be(c, 1, [self.c])
+        )
 
     @staticmethod
     def from_bytes(data: bytes, curve: Curve | str = "bls12_381", what: str = "proof") -> Proof:
@@ -71,7 +75,7 @@ class Proof:
 # JSON helpers
 
 
-def _load(path: str | os.PathLike, what: str):
+def _load(path: str | os.PathLike[str], what: str) -> Any:
     try:
         with open(path) as fh:
             return json.load(fh)
@@ -81,7 +85,7 @@ def _load(path: str | os.PathLike, what: str):
         raise JsonFormatError(f"{path}: not valid JSON ({what}): {e}") from None
 
 
-def _dump(path: str | os.PathLike, obj) -> None:
+def _dump(path: str | os.PathLike[str], obj: Any) -> None:
     tmp = os.fspath(path) + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(obj, fh, indent=1)
@@ -89,7 +93,7 @@ def _dump(path: str | os.PathLike, obj) -> None:
     os.replace(tmp, path)
 
 
-def _decimal(v, where: str) -> int:
+def _decimal(v: Any, where: str) -> int:
     """A JSON decimal string (ASCII digits only, as snarkjs writes) or a JSON integer."""
     if isinstance(v, bool) or not isinstance(v, (str, int)):
         raise JsonFormatError(f"{where}: expected a decimal string, got {type(v).__name__}")
@@ -101,20 +105,20 @@ def _decimal(v, where: str) -> int:
     return int(v, 10)
 
 
-def _int(v, where: str, bound: int, name: str) -> int:
+def _int(v: Any, where: str, bound: int, name: str) -> int:
     x = _decimal(v, where)
     if not 0 <= x < bound:
         raise JsonFormatError(f"{where}: value out of range [0, {name})")
     return x
 
 
-def _list(v, n: int, where: str) -> list:
+def _list(v: Any, n: int, where: str) -> list[Any]:
     if not isinstance(v, list) or len(v) != n:
         raise JsonFormatError(f"{where}: expected a list of {n} entries")
     return v
 
 
-def g1_from_json(v, where: str, curve: Curve):
+def g1_from_json(v: Any, where: str, curve: Curve) -> Any:
     v = _list(v, 3, where)
     x, y, z = (_int(c, f"{where}[{i}]", curve.q, "q") for i, c in enumerate(v))
     if z == 0:
@@ -124,11 +128,10 @@ def g1_from_json(v, where: str, curve: Curve):
     return pts.from_ints(curve, 1, (x, y), where)
 
 
-def g2_from_json(v, where: str, curve: Curve):
+def g2_from_json(v: Any, where: str, curve: Curve) -> Any:
     v = _list(v, 3, where)
     (x0, x1), (y0, y1), (z0, z1) = (
-        [_int(c, f"{where}[{i}][{j}]", curve.q, "q") for j, c in enumerate(_list(e, 2, f"{where}[{i}]"))]
-        for i, e in enumerate(v)
+        [_int(c, f"{where}[{i}][{j}]", curve.q, "q") for j, c in enumerate(_list(e, 2, f"{where}[{i}]"))] for i, e in enumerate(v)
     )
     if (z0, z1) == (0, 0):
         return curve.lib.G2Point.identity()
@@ -137,27 +140,27 @@ def g2_from_json(v, where: str, curve: Curve):
     return pts.from_ints(curve, 2, (x0, x1, y0, y1), where)
 
 
-def g1_to_json(p) -> list[str]:
+def g1_to_json(p: Any) -> list[str]:
     xy = pts.to_ints(curve_of(p), p)
     if xy is None:
         return ["0", "1", "0"]
     return [str(xy[0]), str(xy[1]), "1"]
 
 
-def g2_to_json(p) -> list[list[str]]:
+def g2_to_json(p: Any) -> list[list[str]]:
     c = pts.to_ints(curve_of(p), p)
     if c is None:
         return [["0", "0"], ["1", "0"], ["0", "0"]]
     return [[str(c[0]), str(c[1])], [str(c[2]), str(c[3])], ["1", "0"]]
 
 
-def json_curve(obj: dict, where: str, expected: Curve | None) -> Curve:
+def json_curve(obj: dict[str, Any], where: str, expected: Curve | None) -> Curve:
     """The curve a snarkjs JSON object names in its "curve" field, checked against ``expected``; a file
     without the field takes ``expected``."""
     name = obj.get("curve")
     if name is None:
         if expected is None:
-            raise JsonFormatError(f"{where}: no \"curve\" field, and no key to take the curve from")
+            raise JsonFormatError(f'{where}: no "curve" field, and no key to take the curve from')
         return expected
     try:
         c = curves.get(name) if isinstance(name, str) else None
@@ -175,7 +178,7 @@ def json_curve(obj: dict, where: str, expected: Curve | None) -> Curve:
 # proof.json / public.json
 
 
-def proof_to_json(p: Proof) -> dict:
+def proof_to_json(p: Proof) -> dict[str, Any]:
     return {
         "pi_a": g1_to_json(p.a),
         "pi_b": g2_to_json(p.b),
@@ -185,7 +188,7 @@ def proof_to_json(p: Proof) -> dict:
     }
 
 
-def proof_from_json(obj, where: str = "proof", curve: Curve | None = None) -> Proof:
+def proof_from_json(obj: Any, where: str = "proof", curve: Curve | None = None) -> Proof:
     """A snarkjs proof object; ``curve`` (the verifying key's) is what the proof must be over."""
     if not isinstance(obj, dict):
         raise JsonFormatError(f"{where}: expected a JSON object with pi_a, pi_b, pi_c")
@@ -202,15 +205,15 @@ def proof_from_json(obj, where: str = "proof", curve: Curve | None = None) -> Pr
     )
 
 
-def write_proof_json(path, p: Proof) -> None:
+def write_proof_json(path: str | os.PathLike[str], p: Proof) -> None:
     _dump(path, proof_to_json(p))
 
 
-def read_proof_json(path, curve: Curve | None = None) -> Proof:
+def read_proof_json(path: str | os.PathLike[str], curve: Curve | None = None) -> Proof:
     return proof_from_json(_load(path, "proof"), str(path), curve)
 
 
-def public_from_json(obj, where: str = "public signals", curve: Curve | None = None, check_range: bool = True) -> list[int]:
+def public_from_json(obj: Any, where: str = "public signals", curve: Curve | None = None, check_range: bool = True) -> list[int]:
     """Decimal strings -> integers; with ``curve`` and ``check_range``, each must be below its r."""
     if not isinstance(obj, list):
         raise JsonFormatError(f"{where}: expected a JSON array of decimal strings")
@@ -223,11 +226,11 @@ def public_from_json(obj, where: str = "public signals", curve: Curve | None = N
     return out
 
 
-def write_public_json(path, public: list[int]) -> None:
+def write_public_json(path: str | os.PathLike[str], public: list[int]) -> None:
     _dump(path, [str(x) for x in public])
 
 
-def read_public_json(path, curve: Curve | None = None, check_range: bool = True) -> list[int]:
+def read_public_json(path: str | os.PathLike[str], curve: Curve | None = None, check_range: bool = True) -> list[int]:
     return public_from_json(_load(path, "public signals"), str(path), curve, check_range)
 
 
@@ -235,7 +238,7 @@ def read_public_json(path, curve: Curve | None = None, check_range: bool = True)
 # verification_key.json
 
 
-def gt_to_json(e, curve: Curve) -> list:
+def gt_to_json(e: Any, curve: Curve) -> list[list[list[str]]]:
     """Fq12 = c0 + c1 w, Fq6 = c0 + c1 v + c2 v^2, Fq2 = c0 + c1 u: the 12 Fq coefficients in that nesting
     order (the libraries' ``str`` is the hex of that serialisation, n8q bytes each, little-endian)."""
     raw = bytes.fromhex(str(e))
@@ -244,7 +247,7 @@ def gt_to_json(e, curve: Curve) -> list:
     return [[[c[0], c[1]], [c[2], c[3]], [c[4], c[5]]], [[c[6], c[7]], [c[8], c[9]], [c[10], c[11]]]]
 
 
-def vk_to_json(vk: VerifyingKey) -> dict:
+def vk_to_json(vk: VerifyingKey) -> dict[str, Any]:
     c = vk.curve
     return {
         "protocol": "groth16",
@@ -259,13 +262,13 @@ def vk_to_json(vk: VerifyingKey) -> dict:
     }
 
 
-def vk_from_json(obj, where: str = "verification key") -> VerifyingKey:
+def vk_from_json(obj: Any, where: str = "verification key") -> VerifyingKey:
     if not isinstance(obj, dict):
         raise JsonFormatError(f"{where}: expected a JSON object")
     if obj.get("protocol") != "groth16":
         raise JsonFormatError(f"{where}: protocol {obj.get('protocol')!r}, expected 'groth16'")
     if "curve" not in obj:
-        raise JsonFormatError(f"{where}: no \"curve\" field (snarkjs writes one)")
+        raise JsonFormatError(f'{where}: no "curve" field (snarkjs writes one)')
     c = json_curve(obj, where, None)
     for k in ("vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
         if k not in obj:
@@ -284,11 +287,11 @@ def vk_from_json(obj, where: str = "verification key") -> VerifyingKey:
     )
 
 
-def write_vk_json(path, vk: VerifyingKey) -> None:
+def write_vk_json(path: str | os.PathLike[str], vk: VerifyingKey) -> None:
     _dump(path, vk_to_json(vk))
 
 
-def read_vk_json(path) -> VerifyingKey:
+def read_vk_json(path: str | os.PathLike[str]) -> VerifyingKey:
     return vk_from_json(_load(path, "verification key"), str(path))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +66,7 @@ class ProvingKey:
     domain_log: int
     vk: VerifyingKey
     # raw LEM point vectors: "a", "b1", "b2", "l" (the private-wire query: zkey section 8 "C"), "h"
-    raw: dict[str, memoryview | bytes]
+    raw: Mapping[str, memoryview | bytes]
     # evaluation matrices over the domain rows (snarkjs: from the zkey coefficient section, public rows
     # included; C is None because snarkjs takes c = a*b). bellperson: A, B, C of the R1CS plus input rows.
     A: CSR
@@ -77,7 +78,7 @@ class ProvingKey:
     b_aux_density: np.ndarray | None = None
     source: str = ""
     # host-side derived data (masks, indices) and what must live as long as the key (a file mapping)
-    _objs: dict = field(default_factory=dict, repr=False)
+    _objs: dict[object, Any] = field(default_factory=dict, repr=False)
 
     @property
     def curve(self) -> Curve:
@@ -90,7 +91,7 @@ class ProvingKey:
     def count(self, name: str) -> int:
         return len(self.raw[name]) // self.curve.point_bytes(VECTOR_GROUPS[name])
 
-    def points(self, name: str) -> list:
+    def points(self, name: str) -> list[Any]:
         """The named vector as point-library objects (decoded now, not cached: the backends keep the
         resident forms)."""
         group = VECTOR_GROUPS[name]
@@ -101,7 +102,8 @@ class ProvingKey:
         key = ("mask", name)
         if key not in self._objs:
             self._objs[key] = pts.nonzero_rows(self.curve, VECTOR_GROUPS[name], self.raw[name])
-        return self._objs[key]
+        mask: np.ndarray = self._objs[key]
+        return mask
 
     def scalar_index(self, name: str) -> np.ndarray:
         """bellperson keys: the witness index of each scalar of the A ("a") or B ("b") vectors (inputs
@@ -116,7 +118,8 @@ class ProvingKey:
                 assert self.b_inp_density is not None and self.b_aux_density is not None
                 idx = np.concatenate([np.flatnonzero(self.b_inp_density), np.flatnonzero(self.b_aux_density) + n_in])
             self._objs[key] = idx.astype(np.int64)
-        return self._objs[key]
+        index: np.ndarray = self._objs[key]
+        return index
 
     def keep_alive(self, obj: object) -> None:
         """Tie ``obj`` (a file mapping the raw vectors view) to the key's lifetime."""

@@ -37,7 +37,7 @@ def _vk_bytes(vk: VerifyingKey) -> bytes:
     )
 
 
-def write_params(path: str | os.PathLike, pk: ProvingKey) -> None:
+def write_params(path: str | os.PathLike[str], pk: ProvingKey) -> None:
     if pk.style != BELLPERSON:
         raise ValueError("only bellperson-style keys can be written as .params")
     if pk.curve != BLS:
@@ -55,7 +55,7 @@ def write_params(path: str | os.PathLike, pk: ProvingKey) -> None:
     os.replace(tmp, path)
 
 
-def write_vk(path: str | os.PathLike, vk: VerifyingKey) -> None:
+def write_vk(path: str | os.PathLike[str], vk: VerifyingKey) -> None:
     with open(path, "wb") as fh:
         fh.write(_vk_bytes(vk) + struct.pack(">I", len(vk.ic)) + pts.to_uncompressed_be(BLS, 1, vk.ic))
 
@@ -74,7 +74,8 @@ class _Cursor:
         return v
 
     def count(self, what: str) -> int:
-        return struct.unpack(">I", self.take(4, f"{what} count"))[0]
+        (n,) = struct.unpack(">I", self.take(4, f"{what} count"))
+        return int(n)
 
 
 def _read_vk(cur: _Cursor) -> VerifyingKey:
@@ -88,11 +89,11 @@ def _read_vk(cur: _Cursor) -> VerifyingKey:
     return VerifyingKey(alpha1, beta2, gamma2, delta2, ic, beta1=beta1, delta1=delta1)
 
 
-def _map(path) -> memoryview:
+def _map(path: str | os.PathLike[str]) -> memoryview:
     return memoryview(map_file(path, "bellperson parameters"))
 
 
-def read_vk(path: str | os.PathLike) -> VerifyingKey:
+def read_vk(path: str | os.PathLike[str]) -> VerifyingKey:
     cur = _Cursor(_map(path), os.fspath(path))
     vk = _read_vk(cur)
     if cur.pos != len(cur.data):
@@ -100,7 +101,7 @@ def read_vk(path: str | os.PathLike) -> VerifyingKey:
     return vk
 
 
-def read_params(path: str | os.PathLike, pce: PCE) -> ProvingKey:
+def read_params(path: str | os.PathLike[str], pce: PCE) -> ProvingKey:
     """Parameters for the circuit ``pce``; every vector length is checked against the circuit."""
     path = os.fspath(path)
     if pce.field is not None and pce.field.p != BLS.r:

@@ -67,7 +67,7 @@ class PendingProof:
     t_msm: float  # perf_counter at the first MSM submission
     verify: bool = True
     label: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def check_witness(pk: ProvingKey, w: np.ndarray, what: str = "witness") -> None:

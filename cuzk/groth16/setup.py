@@ -16,6 +16,7 @@ from __future__ import annotations
 import secrets
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def _pick_tau(r: int, log_n: int) -> int:
             return tau
 
 
-def _qap(pce: PCE, n_inputs: int, lag: np.ndarray):
+def _qap(pce: PCE, n_inputs: int, lag: np.ndarray) -> tuple[CSR, CSR, CSR, np.ndarray, np.ndarray, np.ndarray]:
     """Padded matrices and the wire polynomials (u, v, w) evaluated at tau."""
     A, B, C = pce.qap_matrices()
     L = lag[: A.n_rows]
@@ -115,7 +116,9 @@ def density_selection(pce: PCE, n_inputs: int) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([np.ones(n_inputs, dtype=bool), dens_a[n_inputs:]]), pce.B.column_density()
 
 
-def assemble_key(pce: PCE, p: SetupPlan, mats: tuple[CSR, CSR, CSR], raw: dict, ic: list, source: str) -> ProvingKey:
+def assemble_key(
+    pce: PCE, p: SetupPlan, mats: tuple[CSR, CSR, CSR], raw: dict[str, bytes], ic: list[Any], source: str
+) -> ProvingKey:
     """The ProvingKey of a finished setup; the plan's toxic waste is wiped from it afterwards."""
     vkp = _vk_points(p.curve, p.alpha, p.beta, p.gamma, p.delta)
     vk = VerifyingKey(vkp["alpha1"], vkp["beta2"], vkp["gamma2"], vkp["delta2"], ic, beta1=vkp["beta1"], delta1=vkp["delta1"])
@@ -144,7 +147,7 @@ def assemble_key(pce: PCE, p: SetupPlan, mats: tuple[CSR, CSR, CSR], raw: dict, 
     )
 
 
-def _vk_points(curve: Curve, alpha: int, beta: int, gamma: int, delta: int):
+def _vk_points(curve: Curve, alpha: int, beta: int, gamma: int, delta: int) -> dict[str, Any]:
     lib = curve.lib
     g1, g2, sc = lib.G1Point(), lib.G2Point(), lib.Scalar
     return dict(
@@ -163,8 +166,10 @@ def _fixed_base_lem(curve: Curve, group: int, v: np.ndarray, progress: str | Non
     base = lib.G1Point() if group == 1 else lib.G2Point()
     canon = curve.fr.from_mont(np.ascontiguousarray(v))
     if progress and curve.cpu_library.endswith("arkworks_bls12_381"):
-        return lib.fixed_base_mul(group, base, canon, progress).tobytes()
-    return np.ascontiguousarray(lib.fixed_base_mul(group, base, canon)).tobytes()
+        rows = lib.fixed_base_mul(group, base, canon, progress)
+    else:
+        rows = lib.fixed_base_mul(group, base, canon)
+    return bytes(np.ascontiguousarray(rows).tobytes())
 
 
 def setup(pce: PCE, style: str = SNARKJS, timer: Timer | None = None, quiet: bool = False) -> ProvingKey:

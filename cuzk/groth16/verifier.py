@@ -28,7 +28,7 @@ def _points_ok(vk: VerifyingKey, p: Proof) -> bool:
     # another curve than the key's is simply invalid
     if p.curve != vk.curve:
         return False
-    return p.a.is_in_subgroup() and p.b.is_in_subgroup() and p.c.is_in_subgroup()
+    return bool(p.a.is_in_subgroup() and p.b.is_in_subgroup() and p.c.is_in_subgroup())
 
 
 def public_commitment(vk: VerifyingKey, public: list[int]) -> Any:
@@ -43,7 +43,7 @@ def verify(vk: VerifyingKey, public: list[int], proof: Proof) -> bool:
     if not _public_ok(vk, public) or not _points_ok(vk, proof):
         return False
     cpub = public_commitment(vk, public)
-    return vk.curve.lib.GT.pairing_check([-proof.a, cpub, proof.c, vk.alpha1], [proof.b, vk.gamma2, vk.delta2, vk.beta2])
+    return bool(vk.curve.lib.GT.pairing_check([-proof.a, cpub, proof.c, vk.alpha1], [proof.b, vk.gamma2, vk.delta2, vk.beta2]))
 
 
 def verify_batch(vk: VerifyingKey, items: list[tuple[list[int], Proof]]) -> bool:
@@ -69,4 +69,4 @@ def verify_batch(vk: VerifyingKey, items: list[tuple[list[int], Proof]]) -> bool
         rho_sum = (rho_sum + rho) % vk.curve.r
     g1s += [acc_pub, acc_c, vk.alpha1 * lib.Scalar(rho_sum)]
     g2s += [vk.gamma2, vk.delta2, vk.beta2]
-    return lib.GT.pairing_check(g1s, g2s)
+    return bool(lib.GT.pairing_check(g1s, g2s))

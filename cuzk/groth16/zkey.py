@@ -140,7 +140,7 @@ def _coef_matrices(path: str, coefs: np.ndarray, n_vars: int, domain: int, fr: P
     return mats[0], mats[1]
 
 
-def read_zkey(path: str | os.PathLike) -> ProvingKey:
+def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
     """Read and validate a snarkjs Groth16 zkey. Point vectors stay mapped from the file."""
     bf = open_binfile(path, "zkey", (1,))
     return _parse(bf)
@@ -150,7 +150,7 @@ def parse_zkey(data: bytes, name: str = "<zkey>") -> ProvingKey:
     return _parse(parse_binfile(data, name, "zkey", (1,)))
 
 
-def zkey_sections(pk: ProvingKey, contributions: bytes | None = None) -> list[tuple[int, bytes | list]]:
+def zkey_sections(pk: ProvingKey, contributions: bytes | None = None) -> list[tuple[int, bytes | list[bytes]]]:
     """Section payloads of a snarkjs zkey for ``pk`` (which must be snarkjs-style)."""
     vk = pk.vk
     c = pk.curve
@@ -193,7 +193,7 @@ def zkey_sections(pk: ProvingKey, contributions: bytes | None = None) -> list[tu
     ]
 
 
-def write_zkey(path: str | os.PathLike, pk: ProvingKey) -> None:
+def write_zkey(path: str | os.PathLike[str], pk: ProvingKey) -> None:
     if pk.style != SNARKJS:
         raise ValueError("only snarkjs-style keys can be written as .zkey")
     write_binfile(path, "zkey", 1, zkey_sections(pk))

@@ -199,4 +199,3 @@ def _curve_names() -> str:
 def curve_mismatch(what: str, got: Curve, expected: Curve, expected_what: str) -> FormatError:
     """The one-line error for a file of one curve given with a key or circuit of another."""
     return FormatError(f"{what} is over {got} but {expected_what} is over {expected}")
-

@@ -70,7 +70,11 @@ def read_wtns(
 
 
 def parse_wtns(
-    data: bytes, name: str = "<wtns>", expected_wires: int | None = None, curve: Curve | None = None, expected_what: str = "the key"
+    data: bytes,
+    name: str = "<wtns>",
+    expected_wires: int | None = None,
+    curve: Curve | None = None,
+    expected_what: str = "the key",
 ) -> np.ndarray:
     return _parse(parse_binfile(data, name, "wtns", (2,)), expected_wires, curve, expected_what).values
 
