@@ -242,11 +242,13 @@ def k_affine(w, a, out):
 # bulk kernels
 
 
-@nb.njit(parallel=True, cache=True)
-def k_validate(w, pts, n, flags):
-    """Affine Montgomery rows: flags[i] = 0 (valid or identity), 1 (a coordinate >= q), 2 (off the curve)."""
+@nb.njit(nogil=True, cache=True)
+def k_validate(w, pts, lo, hi, flags):
+    """Affine Montgomery rows lo..hi: flags[i] = 0 (valid or identity), 1 (a coordinate >= q), 2 (off
+    the curve). (Not a prange kernel: numba's parallel wrapper rejects the nested-tuple witness of G2;
+    the caller spreads ranges over threads.)"""
     k = fwords(w)
-    for i in nb.prange(n):
+    for i in range(lo, hi):
         ok = True
         zero = True
         for j in range(0, 2 * k, 4):

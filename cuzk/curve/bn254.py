@@ -115,26 +115,32 @@ class Scalar:
         return hash(("bn254.Scalar", self._v))
 
     def __add__(self, o: Scalar) -> Scalar:
-        return Scalar._of((self._v + _sv(o)) % R)
+        v = _sv_or_none(o)
+        return NotImplemented if v is None else Scalar._of((self._v + v) % R)
 
     __radd__ = __add__
 
     def __sub__(self, o: Scalar) -> Scalar:
-        return Scalar._of((self._v - _sv(o)) % R)
+        v = _sv_or_none(o)
+        return NotImplemented if v is None else Scalar._of((self._v - v) % R)
 
     def __rsub__(self, o: Scalar) -> Scalar:
-        return Scalar._of((_sv(o) - self._v) % R)
+        v = _sv_or_none(o)
+        return NotImplemented if v is None else Scalar._of((v - self._v) % R)
 
     def __mul__(self, o: Scalar) -> Scalar:
-        return Scalar._of(self._v * _sv(o) % R)
+        v = _sv_or_none(o)
+        return NotImplemented if v is None else Scalar._of(self._v * v % R)
 
     __rmul__ = __mul__
 
     def __truediv__(self, o: Scalar) -> Scalar:
-        return self * Scalar._of(_sv(o)).inverse()
+        v = _sv_or_none(o)
+        return NotImplemented if v is None else self * Scalar._of(v).inverse()
 
     def __rtruediv__(self, o: Scalar) -> Scalar:
-        return Scalar._of(_sv(o)) * self.inverse()
+        v = _sv_or_none(o)
+        return NotImplemented if v is None else Scalar._of(v) * self.inverse()
 
     def __neg__(self) -> Scalar:
         return Scalar._of(-self._v % R)
@@ -166,12 +172,19 @@ class Scalar:
         return (Scalar, (self._v,))
 
 
-def _sv(o) -> int:
+def _sv_or_none(o) -> int | None:
     if isinstance(o, Scalar):
         return o._v
-    if isinstance(o, int):
-        return o % R
-    raise TypeError(f"expected a Scalar, got {type(o).__name__}")
+    if isinstance(o, (int, np.integer)):
+        return int(o) % R
+    return None
+
+
+def _sv(o) -> int:
+    v = _sv_or_none(o)
+    if v is None:
+        raise TypeError(f"expected a Scalar or an int, got {type(o).__name__}")
+    return v
 
 
 def _scalar_limbs(s) -> np.ndarray:
@@ -406,9 +419,11 @@ def _from_mont_rows(mont: np.ndarray) -> np.ndarray:
 
 
 def _validate_mont(group: int, rows: np.ndarray) -> np.ndarray:
-    flags = np.zeros(rows.shape[0], dtype=np.uint8)
-    if rows.shape[0]:
-        _cv.k_validate(_cv.witness(group), rows, rows.shape[0], flags)
+    n = rows.shape[0]
+    flags = np.zeros(n, dtype=np.uint8)
+    w = _cv.witness(group)
+    step = 1 << 14
+    _ms.run_tasks(lambda t: _cv.k_validate(w, rows, t * step, min(n, (t + 1) * step), flags), -(-n // step), _ms.cpu_count())
     return flags
 
 
