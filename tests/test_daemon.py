@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from cuzk import CuzkError
-from cuzk.engine import srs as srsmod
+from cuzk.backends import get_backend
 from cuzk.engine.config import load_config
 from cuzk.engine.devcircuit import make_dev_circuit
 from cuzk.field import fr
@@ -496,8 +496,8 @@ def test_cancel_queued_and_in_flight(dev, monkeypatch):
 def test_srs_eviction_two_circuits_alternating(dev):
     h10, c10 = dev["h10"], dev["c10"]
     hot = {
-        "h10": srsmod.cpu_hot_bytes(read_zkey(h10.key)),
-        "c10": srsmod.cpu_hot_bytes(read_params(c10.key, read_r1cs(c10.r1cs).pce)),
+        "h10": get_backend("cpu").resident_bytes_estimate(read_zkey(h10.key)),
+        "c10": get_backend("cpu").resident_bytes_estimate(read_params(c10.key, read_r1cs(c10.r1cs).pce)),
     }
     budget = int(max(hot.values()) * 1.2)  # room for one circuit's HOT form
     with daemon(**SERIAL, **{"srs.hot_budget": budget}) as (d, c):
@@ -527,11 +527,12 @@ def test_srs_eviction_two_circuits_alternating(dev):
         p = c.preload("h10")
         assert p["previous_tier"] == "COLD" and not p["already_loaded"] and p["load_time_ms"] > 0
         assert c.preload("h10")["already_loaded"]
-        d.engine.srs.acquire("h10", "cpu")
+        cpu = d.engine.executor.devices[0].device
+        d.engine.srs.acquire("h10", cpu)
         with pytest.raises(DaemonError) as ei:
             c.evict("h10")
         assert ei.value.code == "FAILED_PRECONDITION" and "in use" in ei.value.details
-        d.engine.srs.release("h10", "cpu")
+        d.engine.srs.release("h10", cpu)
         assert c.evict("h10")["was_loaded"]
         with pytest.raises(DaemonError) as ei:
             c.preload("nope")
@@ -607,7 +608,7 @@ def test_results_expire_after_the_retention_period(dev):
             return False
 
         wait_for(gone, timeout=10, what="the result to expire")
-        assert d.engine.journal.get(res.job_id) is None and res.job_id not in d.engine._recent
+        assert d.engine.journal.get(res.job_id) is None and res.job_id not in d.engine.table.recent
         # the request id is free again: a new job
         again = c.submit("h8", witness=dev["h8"].witness(1), request_id="ret-1")
         assert not again.duplicate and again.job_id != res.job_id

@@ -135,7 +135,7 @@ def test_kill9_mid_queue_then_restart_completes_each_job_once(dev, state):
 
     d = Proc(cfg, state)
     try:
-        for rid, cid, jid in jobs:
+        for _rid, cid, jid in jobs:
             res = d.c.await_proof(jid)
             check(dev[cid], res)
             assert res.job_id == jid
@@ -191,7 +191,7 @@ def test_sigterm_drains_in_flight_and_journals_the_rest(dev, state):
 
     d = Proc(cfg, state)
     try:
-        for j, w in zip(jobs, ws):
+        for j, _w in zip(jobs, ws):
             check(dev["h10"], d.c.await_proof(j))
         ev = journal_events(state)
         for j in jobs:

@@ -3,6 +3,7 @@ scheduler order. (The daemon end to end is in test_daemon*.py.)"""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -11,20 +12,26 @@ from pathlib import Path
 import pytest
 
 from cuzk import CuzkError
+from cuzk.backends import get_backend
 from cuzk.engine import config as cfgmod
 from cuzk.engine import srs as srsmod
 from cuzk.engine.config import ConfigError, load_config
 from cuzk.engine.devcircuit import make_dev_circuit
 from cuzk.engine.engine import Engine
 from cuzk.engine.errors import FailedPrecondition, Unavailable
+from cuzk.engine.job import IllegalTransition, Job, JobRecord, JobState, Part
 from cuzk.engine.journal import Journal
 from cuzk.engine.registry import Circuit
 from cuzk.engine.scheduler import Scheduler
 from cuzk.field import fr
-from cuzk.groth16 import prover, verifier
+from cuzk.groth16 import formats, prover, verifier
+from cuzk.groth16.backend import Device
+from cuzk.groth16.zkey import read_zkey
 from cuzk.r1cs.wtns import parse_wtns, wtns_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
+CPU_BACKEND = get_backend("cpu")
+(CPU,) = CPU_BACKEND.devices()
 EXAMPLE = ROOT / "cuzk" / "engine" / "cuzk.example.toml"
 
 
@@ -127,7 +134,7 @@ def test_journal_finishes_once_and_purges(tmp_path):
     assert j.by_request("req-1")["job_id"] == "a"
     j.mark_started("a", time.time())
     assert [r["job_id"] for r in j.unfinished()] == ["a"]
-    assert j.finish("a", "completed", time.time(), result={"x": 1})
+    assert j.finish("a", "completed", time.time(), result='{"x": 1}')
     assert not j.finish("a", "failed", time.time(), error="late")
     assert j.get("a")["state"] == "completed" and j.payloads("a") == [("wtns", b"abc")]
     assert j.purge_payloads() == 1 and j.payloads("a") == []
@@ -135,6 +142,96 @@ def test_journal_finishes_once_and_purges(tmp_path):
     assert j.purge(time.time() - 3600) == 0
     assert j.purge(time.time() + 1) == 1 and j.get("a") is None
     j.close()
+
+
+# -- jobs and their records -----------------------------------------------------------------------
+
+
+def test_job_state_machine_allows_only_its_transitions(dev):
+    c = Circuit(cfgmod.validate_circuit(dev["snarkjs"].spec("c"), "c"))
+
+    def job() -> Job:
+        return Job("j", "", c, 2, [Part(0, "wtns")], 0.0, "h")
+
+    j = job()
+    assert j.state is JobState.QUEUED and not j.final
+    with pytest.raises(IllegalTransition):
+        j.move_to(JobState.COMPLETED)  # a job completes only after it ran
+    assert j.start(5.0) and j.state is JobState.RUNNING and j.started_at == 5.0
+    assert not j.start(6.0) and j.started_at == 5.0  # a later partition does not restart it
+    with pytest.raises(IllegalTransition):
+        j.finish(JobState.RUNNING)  # not a final state
+    assert j.finish(JobState.FAILED, "boom") and j.final and j.error == "boom"
+    assert not j.finish(JobState.CANCELLED, "late") and j.state is JobState.FAILED and j.error == "boom"
+    with pytest.raises(IllegalTransition):
+        j.move_to(JobState.RUNNING)  # final states have no way out
+    q = job()
+    assert q.finish(JobState.CANCELLED) and q.state is JobState.CANCELLED  # cancelled while queued
+
+
+def test_a_result_row_in_the_old_format_still_loads(dev, tmp_path, engines):
+    """The journal's result column as every daemon before JobRecord wrote it (the engine's record dict:
+    the proof as hex, its snarkjs JSON as text, public signals as decimal strings) is still answered,
+    and a record written now has the same shape."""
+    from cuzk.server.service import record_to_pb
+
+    dc = dev["snarkjs"]
+    pk = read_zkey(dc.key)
+    res = prover.prove(pk, parse_wtns(dc.witness(9)), CPU_BACKEND)
+    proof_json = json.dumps(formats.proof_to_json(res.proof))
+    now = time.time()
+    old = {
+        "job_id": "old-1",
+        "status": "COMPLETED",
+        "circuit_id": "h",
+        "backend": "cpu",
+        "error": "",
+        "partitions": [
+            {
+                "index": 0,
+                "proof": res.proof.to_bytes().hex(),
+                "proof_json": proof_json,
+                "public": [str(x) for x in res.public],
+                "phases": {"msm": 1.5, "srs_load": 0.5},
+                "device": "cpu",
+            }
+        ],
+        "timings": {
+            "queue_wait_ms": 1.0,
+            "srs_load_ms": 0.5,
+            "synthesis_ms": 3.0,
+            "gpu_compute_ms": 4.0,
+            "finalize_ms": 5.0,
+            "total_ms": 15.0,
+            "phases": {"msm": 1.5, "srs_load": 0.5},
+        },
+        "batch_id": "",
+        "batch_size": 0,
+        "batch_flush": "",
+        "dispatch_order": 7,
+        "submitted_at": now - 1,
+        "completed_at": now,
+        "attempts": 1,
+        "priority": 2,
+        "request_id": "req-old",
+    }
+    j = Journal(tmp_path / "journal.sqlite")  # the engine's journal in its state folder
+    j.insert_job("old-1", "req-old", "hash-old", "h", 2, [("wtns", b"")], now - 1)
+    assert j.finish("old-1", "completed", now, result=json.dumps(old))
+    j.close()
+    e = engines()
+    rec = e.await_job("old-1", 5)
+    assert isinstance(rec, JobRecord) and rec.status == "COMPLETED" and rec.state is JobState.COMPLETED
+    (p,) = rec.partitions
+    assert p.proof == res.proof.to_bytes() and p.proof_json == proof_json and list(p.public) == res.public
+    assert p.device == "cpu" and p.phases == {"msm": 1.5, "srs_load": 0.5}
+    assert rec.timings is not None and rec.timings.total_ms == 15.0 and rec.timings.phases["msm"] == 1.5
+    assert (rec.dispatch_order, rec.attempts, rec.request_id) == (7, 1, "req-old")
+    assert e.table.duplicate("req-old", "hash-old") == rec  # the request id still maps to it
+    assert json.loads(rec.to_json()) == old  # and the format written now is the same
+    m = record_to_pb(rec)
+    assert m.proof == res.proof.to_bytes() and m.partitions[0].proof_json == proof_json
+    assert [int(x) for x in m.public_signals] == res.public and m.total_ms == 15.0 and m.phases_ms["msm"] == 1.5
 
 
 # -- SRS tiers ------------------------------------------------------------------------------------
@@ -145,7 +242,7 @@ def test_warm_file_round_trip_proves(dev, tmp_path, style):
     dc = dev[style]
     c = Circuit(cfgmod.validate_circuit(dc.spec("c"), "c"))
     e = srsmod.Entry(c)
-    m = srsmod.SrsManager(tmp_path, {"cpu": 1 << 30}, 1 << 30)
+    m = srsmod.SrsManager(tmp_path, CPU_BACKEND, {CPU: 1 << 30}, 1 << 30)
     pk = m._parse_cold(e)
     size = srsmod.write_warm(tmp_path / "x.srs", pk, {"circuit_id": "c", "source": dc.key, "source_id": e.source_id})
     assert size == (tmp_path / "x.srs").stat().st_size
@@ -154,7 +251,7 @@ def test_warm_file_round_trip_proves(dev, tmp_path, style):
     for name in pk.raw:
         assert bytes(wpk.raw[name]) == bytes(pk.raw[name])
     w = parse_wtns(dc.witness(5))
-    res = prover.prove(wpk, w)
+    res = prover.prove(wpk, w, CPU_BACKEND)
     assert verifier.verify(pk.vk, res.public, res.proof)
 
 
@@ -162,24 +259,24 @@ def test_srs_manager_tiers_budget_refcounts(dev, tmp_path):
     cs = []
     for i, style in enumerate(("snarkjs", "bellperson")):
         cs.append(Circuit(cfgmod.validate_circuit(dev[style].spec(f"c{i}"), "c")))
-    m = srsmod.SrsManager(tmp_path, {"cpu": 1}, 1 << 30)  # HOT budget fits nothing: at most the one in use
+    m = srsmod.SrsManager(tmp_path, CPU_BACKEND, {CPU: 1}, 1 << 30)  # HOT budget fits nothing: at most the one in use
     for c in cs:
         m.register(c)
     assert [m.tier(c.id) for c in cs] == [srsmod.COLD, srsmod.COLD]
-    pk0, ms, prev = m.acquire("c0", "cpu")
+    pk0, ms, prev = m.acquire("c0", CPU)
     assert prev == srsmod.COLD and m.tier("c0") == srsmod.HOT
     with pytest.raises(Exception, match="in use"):
         m.evict("c0")
-    pk1, _, prev1 = m.acquire("c1", "cpu")  # over budget: c0 is in use, so it stays
+    pk1, _, prev1 = m.acquire("c1", CPU)  # over budget: c0 is in use, so it stays
     assert m.tier("c0") == srsmod.HOT and m.tier("c1") == srsmod.HOT
-    m.release("c0", "cpu")  # now c0 is evictable and the budget is enforced
+    m.release("c0", CPU)  # now c0 is evictable and the budget is enforced
     assert m.tier("c0") == srsmod.WARM and m.tier("c1") == srsmod.HOT
-    m.release("c1", "cpu")
+    m.release("c1", CPU)
     assert m.tier("c1") == srsmod.WARM
     was, freed, tier = m.evict("c0", srsmod.COLD)
     assert was and freed > 0 and tier == srsmod.COLD
     # a fresh manager finds the WARM cache file of c1 (it survives restarts)
-    m2 = srsmod.SrsManager(tmp_path, {"cpu": 1 << 30}, 1 << 30)
+    m2 = srsmod.SrsManager(tmp_path, CPU_BACKEND, {CPU: 1 << 30}, 1 << 30)
     for c in cs:
         m2.register(c)
     assert m2.tier("c1") == srsmod.WARM and m2.tier("c0") == srsmod.COLD
@@ -303,25 +400,16 @@ def test_drain_deadline_leaves_an_in_flight_job_journaled_for_the_restart(dev, t
     e.journal.close()
     e2 = engines()
     rec = e2.await_job(job.job_id, 30)
-    assert rec["status"] == "COMPLETED", rec
+    assert rec.status == "COMPLETED", rec
     assert [ev for _, ev in e2.journal.events(job.job_id)].count("completed") == 1
 
 
 @pytest.fixture
 def two_cpu_devices(monkeypatch):
     """Engines made while this is active see a second CPU "device" (cpu-b) with its own prover worker:
-    the per-device code paths of a multi-GPU host, exercised without GPUs."""
-    from cuzk.engine import engine as engmod
-
-    real = Engine._setup_devices
-
-    def two_devices(self):
-        real(self)
-        extra = engmod._Device("cpu-b", -1, "cpu")
-        self.devices.append(extra)
-        self.workers.append(engmod._Worker(len(self.workers), extra))
-
-    monkeypatch.setattr(Engine, "_setup_devices", two_devices)
+    the per-device code paths of a multi-GPU host, exercised without GPUs. The CPU backend lists it, so
+    the engine builds it like any other device (the backend shares a key's resident copy between them)."""
+    monkeypatch.setattr(CPU_BACKEND, "devices", lambda: [CPU, Device("cpu-b", "cpu")])
 
 
 def test_partitions_of_one_job_spread_across_devices(dev, engines, two_cpu_devices, monkeypatch):
@@ -329,7 +417,7 @@ def test_partitions_of_one_job_spread_across_devices(dev, engines, two_cpu_devic
     prove_start calls meet at a barrier: with one device only, it times out and the test fails)."""
     dc = dev["snarkjs"]
     e = engines(**{"synthesis.partition_workers": 2, "pipeline.prover_queue_depth": 2})
-    assert [d.name for d in e.devices] == ["cpu", "cpu-b"]
+    assert [d.name for d in e.executor.devices] == ["cpu", "cpu-b"]
     meet = threading.Barrier(2, timeout=20)
     met = []
     real = prover.prove_start
@@ -347,21 +435,21 @@ def test_partitions_of_one_job_spread_across_devices(dev, engines, two_cpu_devic
     e.register_circuit(dc.spec("h4", partitions=4))
     job, _, _ = e.submit("h4", [("wtns", dc.witness(40 + i)) for i in range(4)])
     rec = e.await_job(job.job_id, 60)
-    assert rec["status"] == "COMPLETED", rec
+    assert rec.status == "COMPLETED", rec
     assert len(met) == 2, "the two devices never proved at the same time"
-    devices = [p["device"] for p in rec["partitions"]]
+    devices = [p.device for p in rec.partitions]
     assert sorted(set(devices)) == ["cpu", "cpu-b"], devices
-    assert [p["index"] for p in rec["partitions"]] == [0, 1, 2, 3]  # results in partition order
-    for p, seed in zip(rec["partitions"], range(40, 44)):
+    assert [p.index for p in rec.partitions] == [0, 1, 2, 3]  # results in partition order
+    for p, seed in zip(rec.partitions, range(40, 44)):
         w = parse_wtns(dc.witness(seed))
-        assert [int(x) for x in p["public"]] == fr.to_ints(w[1 : len(p["public"]) + 1])
+        assert [int(x) for x in p.public] == fr.to_ints(w[1 : len(p.public) + 1])
 
 
 def test_finalizer_slots_are_per_device(tmp_path, two_cpu_devices):
     e = Engine(load_config(overrides={"daemon.state_dir": str(tmp_path), "gpus.backend": "cpu", "pipeline.finalizer_threads": 3}))
     try:
-        a, b = e.devices
-        assert e.finalizers._max_workers == 6
+        a, b = e.executor.devices
+        assert e.executor.finalizers._max_workers == 6
         for _ in range(3):
             assert a.final_slots.acquire(timeout=0)
         assert not a.final_slots.acquire(timeout=0)
@@ -392,7 +480,7 @@ def test_in_flight_counts_an_item_between_take_and_synthesis(dev, engines):
         assert e.in_flight() == 1  # a drain must wait for it (it would close the journal under it)
     finally:
         go.set()
-    assert e.await_job(job.job_id, 30)["status"] == "COMPLETED"
+    assert e.await_job(job.job_id, 30).status == "COMPLETED"
     assert e.shutdown(10) and e.in_flight() == 0
 
 
@@ -409,10 +497,10 @@ def test_results_are_journaled_before_the_partition_leaves_the_pipeline(dev, eng
     e.journal.finish = finish
     e.register_circuit(dc.spec("h"))
     ok, _, _ = e.submit("h", [("wtns", dc.witness(5))])
-    assert e.await_job(ok.job_id, 30)["status"] == "COMPLETED"
+    assert e.await_job(ok.job_id, 30).status == "COMPLETED"
     bad, _, _ = e.submit("h", [("wtns", _bad_witness(dc, 6))])
     rec = e.await_job(bad.job_id, 30)
-    assert rec["status"] == "FAILED" and "violates" in rec["error"]
+    assert rec.status == "FAILED" and "violates" in rec.error
     # a clean drain waits for in_flight() == 0 and then closes the journal: a result written after the
     # partition left the count could be lost
     assert [s for s, _ in seen] == ["completed", "failed"] and all(n >= 1 for _, n in seen), seen
@@ -426,7 +514,7 @@ def test_cancel_racing_the_last_partition_reports_the_final_state(dev, engines, 
     job, _, _ = e.submit("h", [("wtns", dc.witness(7))])
     assert g.entered.wait(30)  # the only partition is in its finalizer
     dropped = threading.Event()
-    real_drop, real_rm = e._part_dropped, e.scheduler.remove_from_batch
+    real_drop, real_rm = e.pipeline._part_dropped, e.scheduler.remove_from_batch
 
     def drop(*a, **k):
         dropped.set()
@@ -437,11 +525,11 @@ def test_cancel_racing_the_last_partition_reports_the_final_state(dev, engines, 
         _wait(lambda: j.done.is_set() or dropped.is_set(), 10, "the partition to finish")
         return real_rm(j)
 
-    e._part_dropped = drop
+    e.pipeline._part_dropped = drop
     e.scheduler.remove_from_batch = rm
     _was, cancelled, status = e.cancel(job.job_id)
     rec = e.await_job(job.job_id, 30)
-    assert status == rec["status"] and cancelled == (rec["status"] == "CANCELLED"), (status, rec["status"])
+    assert status == rec.status and cancelled == (rec.status == "CANCELLED"), (status, rec.status)
 
 
 def test_a_circuit_replaced_during_submit_proves_with_the_new_definition(dev, engines):
@@ -458,7 +546,7 @@ def test_a_circuit_replaced_during_submit_proves_with_the_new_definition(dev, en
     e._parse_part = parse
     job, _, _ = e.submit("h", [("wtns", dc.witness(8))])
     assert job.circuit is e.circuit("h") and job.priority == 3
-    assert e.await_job(job.job_id, 30)["status"] == "COMPLETED"
+    assert e.await_job(job.job_id, 30).status == "COMPLETED"
 
 
 def test_a_failing_release_neither_stalls_the_pipeline_nor_vanishes(dev, engines):
@@ -477,11 +565,11 @@ def test_a_failing_release_neither_stalls_the_pipeline_nor_vanishes(dev, engines
     e.register_circuit(dc.spec("h"))
     j1, _, _ = e.submit("h", [("wtns", dc.witness(10))])
     r1 = e.await_job(j1.job_id, 10)
-    assert r1["status"] == "FAILED" and "release exploded" in r1["error"], r1
+    assert r1.status == "FAILED" and "release exploded" in r1.error, r1
     j2, _, _ = e.submit("h", [("wtns", dc.witness(11))])
-    assert e.await_job(j2.job_id, 10)["status"] == "COMPLETED"  # the slot and the stage were released
+    assert e.await_job(j2.job_id, 10).status == "COMPLETED"  # the slot and the stage were released
     _wait(lambda: e.in_flight() == 0, 10, "an empty pipeline")
-    assert e.devices[0].active == 0 and e.scheduler.budget.used == 0
+    assert e.executor.devices[0].active == 0 and e.scheduler.budget.used == 0
 
 
 def test_submits_reach_the_scheduler_in_journal_order(dev, engines):
@@ -524,32 +612,32 @@ def test_failed_and_cancelled_jobs_free_their_queued_witnesses(dev, engines, gat
     e.register_circuit(dc.spec("h3", partitions=3))
     # a failed partition: the job's other partitions never run, so their parsed witnesses go at once
     f, _, _ = e.submit("h3", [("wtns", _bad_witness(dc, 14)), ("wtns", dc.witness(15)), ("wtns", dc.witness(16))])
-    assert e.await_job(f.job_id, 30)["status"] == "FAILED"
+    assert e.await_job(f.job_id, 30).status == "FAILED"
     assert all(p.witness is None for p in f.parts)
     # a cancelled job queued behind a full pipeline: its witness and heap entry go at once too
     g = gate(prover, "prove_start")
     busy = [e.submit("h", [("wtns", dc.witness(20 + i))])[0] for i in range(3)]
     assert g.entered.wait(30)
-    _wait(lambda: e.stage["prover_queue"] == 2, 30, "a full prover queue")  # one queued, one held
+    _wait(lambda: e.pipeline.stage["prover_queue"] == 2, 30, "a full prover queue")  # one queued, one held
     c, _, _ = e.submit("h", [("wtns", dc.witness(30))])
     assert e.cancel(c.job_id)[1]
     assert c.parts[0].witness is None and not [it for it in e.scheduler._heap if it.job is c]
     g.go.set()
-    assert all(e.await_job(j.job_id, 30)["status"] == "COMPLETED" for j in busy)
+    assert all(e.await_job(j.job_id, 30).status == "COMPLETED" for j in busy)
 
 
 def test_srs_register_checks_references_before_touching_the_cache(dev, tmp_path):
     a = Circuit(cfgmod.validate_circuit(dev["snarkjs"].spec("c"), "c"))
     b = Circuit(cfgmod.validate_circuit(dev["bellperson"].spec("c"), "c"))
-    m = srsmod.SrsManager(tmp_path, {"cpu": 1 << 30}, 1 << 30)
+    m = srsmod.SrsManager(tmp_path, CPU_BACKEND, {CPU: 1 << 30}, 1 << 30)
     m.register(a)
-    m.acquire("c", "cpu")
+    m.acquire("c", CPU)
     files = sorted(tmp_path.glob("c-*.srs"))
     assert len(files) == 1
     with pytest.raises(FailedPrecondition, match="in use"):
         m.register(b)
     assert sorted(tmp_path.glob("c-*.srs")) == files and m.tier("c") == srsmod.HOT
-    m.release("c", "cpu")
+    m.release("c", CPU)
     m.register(b)  # no reference left: replaced, the old key's cache file goes
     assert not files[0].exists() and m.tier("c") == srsmod.COLD
 
@@ -560,15 +648,15 @@ def test_a_broken_key_file_is_a_failed_precondition(dev, tmp_path):
     key = tmp_path / "k.zkey"
     shutil.copy(dev["snarkjs"].key, key)
     c = Circuit(cfgmod.validate_circuit(dev["snarkjs"].spec("c", zkey=str(key)), "c"))
-    m = srsmod.SrsManager(tmp_path / "cache", {"cpu": 1 << 30}, 1 << 30)
+    m = srsmod.SrsManager(tmp_path / "cache", CPU_BACKEND, {CPU: 1 << 30}, 1 << 30)
     m.register(c)
     with open(key, "r+b") as fh:
         fh.truncate(key.stat().st_size // 2)
     with pytest.raises(FailedPrecondition, match="proving key"):
-        m.acquire("c", "cpu")
+        m.acquire("c", CPU)
     key.unlink()
     with pytest.raises(FailedPrecondition, match="proving key"):
-        m.acquire("c", "cpu")
+        m.acquire("c", CPU)
 
 
 def test_rpc_error_codes():
@@ -611,7 +699,7 @@ def test_duplicate_lookup_while_stopping_is_unavailable(engines):
     e = engines()
     assert e.shutdown(5)  # clean: the journal is closed
     with pytest.raises(Unavailable):
-        e._duplicate("req", "hash")
+        e.table.duplicate("req", "hash")
 
 
 def test_max_message_bytes_auto_is_rejected_at_load():

@@ -149,15 +149,16 @@ class Journal:
 
         self._tx(fn)
 
-    def finish(self, job_id: str, state: str, at: float, result: dict | None = None, error: str | None = None) -> bool:
-        """Record the final state once; False if the job had already finished (nothing written)."""
+    def finish(self, job_id: str, state: str, at: float, result: str | None = None, error: str | None = None) -> bool:
+        """Record the final state once, with the job's record (``JobRecord.to_json``); False if the job had
+        already finished (nothing written)."""
         assert state in FINAL
 
         def fn(db):
             cur = db.execute(
                 "UPDATE jobs SET state=?, finished_at=?, result=?, error=? WHERE job_id=? AND state NOT IN "
                 "('completed','failed','cancelled')",
-                (state, at, json.dumps(result) if result is not None else None, error, job_id),
+                (state, at, result, error, job_id),
             )
             if cur.rowcount == 0:
                 return False

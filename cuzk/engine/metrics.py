@@ -1,7 +1,7 @@
 """Prometheus metrics of one engine (its own registry, so several engines can live in one process).
 
 Counters and histograms are updated as jobs move; gauges (queue depths, stage occupancy, SRS bytes,
-busy ratios, uptime, memory) are read from the engine at scrape time by a collector.
+busy ratios, uptime, memory) are read from the engine at scrape time by :mod:`.status`'s collector.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
 
 disable_created_metrics()  # no *_created series: they double the exposition for nothing
 
@@ -21,7 +20,7 @@ PHASE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 
 
 class Metrics:
-    def __init__(self):
+    def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.submitted = Counter("cuzk_jobs_submitted", "Jobs accepted", ["circuit"], registry=r)
@@ -51,49 +50,5 @@ class Metrics:
         self.srs_evictions = Counter("cuzk_srs_evictions", "SRS evictions", ["tier", "reason"], registry=r)
         self.recovered = Counter("cuzk_jobs_recovered", "Unfinished jobs re-queued from the journal at start-up", registry=r)
 
-    def attach(self, engine) -> None:
-        self.registry.register(_EngineCollector(engine))
-
     def text(self) -> str:
         return generate_latest(self.registry).decode()
-
-
-class _EngineCollector:
-    def __init__(self, engine):
-        self.engine = engine
-
-    def describe(self):
-        return []
-
-    def collect(self):
-        s = self.engine.snapshot()
-        g = GaugeMetricFamily("cuzk_uptime_seconds", "Seconds since the engine started")
-        g.add_metric([], s["uptime_secs"])
-        yield g
-        q = GaugeMetricFamily("cuzk_queue_depth", "Jobs queued (not started) per circuit", labels=["circuit"])
-        ip = GaugeMetricFamily("cuzk_jobs_in_progress", "Jobs started, not finished, per circuit", labels=["circuit"])
-        for c in s["queues"]:
-            q.add_metric([c["circuit_id"]], c["pending"] + c["batching"])
-            ip.add_metric([c["circuit_id"]], c["in_progress"])
-        yield q
-        yield ip
-        st = GaugeMetricFamily("cuzk_stage_in_flight", "Partitions in each pipeline stage", labels=["stage"])
-        for name, v in s["stages"].items():
-            st.add_metric([name], v["in_flight"])
-        yield st
-        b = GaugeMetricFamily("cuzk_worker_busy_ratio", "Busy time / uptime of each prover worker", labels=["worker", "device"])
-        for w in s["workers"]:
-            b.add_metric([str(w["worker_id"]), w["device"]], w["busy_ratio"])
-        yield b
-        srs = GaugeMetricFamily("cuzk_srs_bytes", "SRS bytes per tier", labels=["tier"])
-        for t, v in s["srs_totals"].items():
-            srs.add_metric([t], v)
-        yield srs
-        mem = GaugeMetricFamily("cuzk_working_memory_bytes", "Working memory of partitions in flight", labels=["kind"])
-        mem.add_metric(["used"], s["memory"]["working_used"])
-        mem.add_metric(["budget"], s["memory"]["working_budget"])
-        mem.add_metric(["rss"], s["memory"]["rss"])
-        yield mem
-        w = GaugeMetricFamily("cuzk_gpu_workers", "Prover workers")
-        w.add_metric([], len(s["workers"]))
-        yield w

@@ -11,28 +11,37 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .job import Job, Witness
+    from .metrics import Metrics
 
 CRITICAL = 4
 
 
 @dataclass(order=True)
 class WorkItem:
-    key: tuple
-    job: object = field(compare=False)
+    """One partition of a job on its way through the pipeline, ordered by ``key``."""
+
+    key: tuple[int, int, int, int]  # (-priority, unit sequence, index in unit, partition)
+    job: Job = field(compare=False)
     part: int = field(compare=False)
-    nbytes: int = field(compare=False, default=0)
-    witness: object = field(compare=False, default=None)
-    extra: dict = field(compare=False, default_factory=dict)
+    nbytes: int = field(compare=False, default=0)  # working memory reserved for it (0 once returned)
+    witness: Witness | None = field(compare=False, default=None)  # from synthesis on
+    extra: dict[str, Any] = field(compare=False, default_factory=dict)
 
 
 class Budget:
     """Working-memory accounting (bytes); guarded by the scheduler's condition."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int) -> None:
         self.total = total
         self.used = 0
         self.peak = 0
@@ -43,16 +52,23 @@ class Budget:
 
 
 class Batch:
-    def __init__(self, circuit_id: str, now: float):
+    def __init__(self, circuit_id: str, now: float) -> None:
         self.circuit_id = circuit_id
-        self.jobs: list = []
+        self.jobs: list[Job] = []
         self.first_at = now
         self.priority = 0
         self.id = "b-" + uuid.uuid4().hex[:12]
 
 
 class Scheduler:
-    def __init__(self, budget_bytes: int, max_batch_size: int, max_batch_wait_s: float, metrics=None, log=None):
+    def __init__(
+        self,
+        budget_bytes: int,
+        max_batch_size: int,
+        max_batch_wait_s: float,
+        metrics: Metrics | None = None,
+        log: logging.Logger | None = None,
+    ) -> None:
         self.cv = threading.Condition()
         self._heap: list[WorkItem] = []
         self._seq = itertools.count(1)
@@ -69,16 +85,17 @@ class Scheduler:
         self._timer.start()
 
     # -- intake -----------------------------------------------------------------------------------
-    def push_job(self, job, batchable: bool) -> None:
+    def push_job(self, job: Job, batchable: bool) -> None:
         """Queue a job (all its partitions), through the batch collector when it is batchable."""
         with self.cv:
             for b in list(self._batches.values()):
                 if b.priority < job.priority:
                     self._flush(b, "preempt")
             if batchable and self.max_batch_size > 1 and job.priority < CRITICAL:
-                b = self._batches.get(job.circuit.id)
-                if b is None:
-                    b = self._batches[job.circuit.id] = Batch(job.circuit.id, time.monotonic())
+                found = self._batches.get(job.circuit.id)
+                if found is None:
+                    found = self._batches[job.circuit.id] = Batch(job.circuit.id, time.monotonic())
+                b = found
                 b.jobs.append(job)
                 b.priority = max(b.priority, job.priority)
                 job.in_batch = b
@@ -89,7 +106,7 @@ class Scheduler:
                 return
             self._push_unit([job], None, "")
 
-    def _push_unit(self, jobs: list, batch: Batch | None, reason: str) -> None:
+    def _push_unit(self, jobs: list[Job], batch: Batch | None, reason: str) -> None:
         unit = next(self._seq)
         for idx, job in enumerate(jobs):
             prio = batch.priority if batch is not None else job.priority
@@ -112,7 +129,7 @@ class Scheduler:
             if self.log:
                 self.log.info("event=batch_flush batch=%s circuit=%s size=%d reason=%s", b.id, b.circuit_id, len(live), reason)
 
-    def remove_from_batch(self, job) -> bool:
+    def remove_from_batch(self, job: Job) -> bool:
         with self.cv:
             b = getattr(job, "in_batch", None)
             if b is not None and job in b.jobs:
@@ -174,7 +191,7 @@ class Scheduler:
         with self.cv:
             return self._in_hand
 
-    def drop_job(self, job) -> None:
+    def drop_job(self, job: Job) -> None:
         """Remove a finished (cancelled, failed) job's queued partitions now, not when they reach the head."""
         with self.cv:
             n = len(self._heap)
@@ -202,14 +219,14 @@ class ProverQueue:
     """Bounded priority queue of synthesized partitions; ``get`` prefers items whose SRS is already
     resident on the worker's device (within the best priority class present)."""
 
-    def __init__(self, capacity: int, affinity: bool = False):
+    def __init__(self, capacity: int, affinity: bool = False) -> None:
         self.capacity = max(1, capacity)
         self.affinity = affinity  # only meaningful with several devices
         self.cv = threading.Condition()
         self._items: list[WorkItem] = []
         self.closed = False
 
-    def put(self, item: WorkItem, abandon=lambda: False) -> bool:
+    def put(self, item: WorkItem, abandon: Callable[[], bool] = lambda: False) -> bool:
         """Block while full; False (not queued) if ``abandon()`` turns true or the queue closes."""
         with self.cv:
             while len(self._items) >= self.capacity:
@@ -222,7 +239,9 @@ class ProverQueue:
             self.cv.notify_all()
             return True
 
-    def get(self, resident=lambda item: False, allowed=None) -> WorkItem | None:
+    def get(
+        self, resident: Callable[[WorkItem], bool] = lambda item: False, allowed: Callable[[WorkItem], bool] | None = None
+    ) -> WorkItem | None:
         """The next item in priority order that ``allowed`` accepts (None: any), preferring, within
         the best priority class present, one whose SRS is ``resident`` on the caller's device."""
         with self.cv:
@@ -235,7 +254,7 @@ class ProverQueue:
                     return pick
                 self.cv.wait(0.5 if allowed is not None else None)
 
-    def _pick(self, resident, allowed) -> WorkItem | None:
+    def _pick(self, resident: Callable[[WorkItem], bool], allowed: Callable[[WorkItem], bool] | None) -> WorkItem | None:
         """Caller holds cv."""
         if not self._items:
             return None

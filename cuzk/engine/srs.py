@@ -8,9 +8,10 @@
   64-byte aligned, mapped with mmap; a ProvingKey is built over the mapping without copying. The file is
   keyed by the source file's path, size and mtime, so it survives restarts and is rebuilt when the key
   changes.
-* **HOT**: resident for a device: arkworks point objects (``ProvingKey.load_all``) for the CPU backend,
-  GPU memory (``cuzk.backends.gpu.backend.device_key``) for a GPU. Promotion from WARM is a copy of the mapped
-  vectors (plus object construction on the CPU).
+* **HOT**: resident for a device, through the backend (``backend.load_key(pk, device)``): point objects
+  for the CPU backend (one copy per key, shared by its CPU devices), GPU memory for a GPU. Promotion from
+  WARM is a copy of the mapped vectors (plus object construction on the CPU). Devices are the backend's
+  :class:`~cuzk.groth16.backend.Device` objects; their ``name`` is what status and logs show.
 
 Budgets: ``hot_budget`` per device, ``warm_budget`` for all cache files. When a promotion would exceed a
 budget, least recently used entries that no proof is using (reference count 0) are evicted
@@ -35,9 +36,11 @@ import numpy as np
 
 from .. import CuzkError
 from ..curve import points as pts
+from ..groth16.backend import Backend, Device
 from ..groth16.keys import ProvingKey, VerifyingKey
 from ..r1cs.pce import CSR
 from .errors import FailedPrecondition, NotFound
+from .metrics import Metrics
 
 log = logging.getLogger("cuzk.srs")
 
@@ -45,8 +48,6 @@ HOT, WARM, COLD = 0, 1, 2
 TIER_NAMES = {HOT: "HOT", WARM: "WARM", COLD: "COLD"}
 MAGIC = b"CUZKSRS1"
 _ALIGN = 64
-G1_OBJ_BYTES = 200  # measured: an arkworks G1 object + its list slot
-G2_OBJ_BYTES = 350
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,8 +190,8 @@ class Entry:
         self.pk: ProvingKey | None = None  # WARM (mapped)
         self.warm_path: Path | None = None
         self.warm_bytes = 0
-        self.hot: dict[str, int] = {}  # device -> bytes
-        self.refs: dict[str, int] = {}
+        self.hot: dict[Device, int] = {}  # device -> resident bytes
+        self.refs: dict[Device, int] = {}  # device -> proofs using the key there
         self.last_used = 0.0
         self.lock = threading.Lock()  # serializes promotions of this entry
         self.loading = 0
@@ -206,14 +207,18 @@ class Entry:
         return sum(self.refs.values())
 
 
-def cpu_hot_bytes(pk: ProvingKey) -> int:
-    return (pk.count("a") + pk.count("b1") + pk.count("l") + pk.count("h")) * G1_OBJ_BYTES + pk.count("b2") * G2_OBJ_BYTES
-
-
 class SrsManager:
-    def __init__(self, cache_dir: str | Path, hot_budget: dict[str, int], warm_budget: int, metrics=None):
+    def __init__(
+        self,
+        cache_dir: str | Path,
+        backend: Backend,
+        hot_budget: dict[Device, int],
+        warm_budget: int,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.cache_dir = Path(cache_dir)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.backend = backend  # makes keys resident on its devices (HOT)
         self.hot_budget = dict(hot_budget)
         self.warm_budget = warm_budget
         self.metrics = metrics
@@ -268,23 +273,23 @@ class SrsManager:
     def tier(self, cid: str) -> int:
         return self._entry(cid).tier()
 
-    def resident_devices(self, cid: str) -> list[str]:
+    def resident_devices(self, cid: str) -> list[Device]:
         with self._lock:
             e = self._entries.get(cid)
             return list(e.hot) if e else []
 
     # -- budgets ----------------------------------------------------------------------------------
-    def _used(self, tier: int, device: str | None = None) -> int:
+    def _used(self, tier: int, device: Device | None = None) -> int:
         """Bytes in ``tier`` (HOT: on ``device``, or on all devices when None). Caller holds self._lock."""
         if tier == HOT:
             return sum((e.hot.get(device, 0) if device is not None else sum(e.hot.values())) for e in self._entries.values())
         return sum(e.warm_bytes for e in self._entries.values() if e.warm_path is not None)
 
-    def hot_used(self, device: str) -> int:
+    def hot_used(self, device: Device) -> int:
         with self._lock:
             return self._used(HOT, device)
 
-    def _evict_hot_for(self, device: str, need: int, exclude: Entry | None) -> None:
+    def _evict_hot_for(self, device: Device, need: int, exclude: Entry | None) -> None:
         budget = self.hot_budget.get(device)
         if budget is None:
             return
@@ -302,7 +307,7 @@ class SrsManager:
                     if need:
                         log.warning(
                             "event=srs_over_budget tier=HOT device=%s used=%d need=%d budget=%d (all in use)",
-                            device,
+                            device.name,
                             used,
                             need,
                             budget,
@@ -329,20 +334,16 @@ class SrsManager:
                 victim = min(cands, key=lambda e: e.last_used)
                 self._drop_warm(victim, reason="budget")
 
-    def _drop_hot(self, e: Entry, device: str, reason: str) -> int:
+    def _drop_hot(self, e: Entry, device: Device, reason: str) -> int:
         """Caller holds self._lock; the entry has no reference on ``device``."""
         freed = e.hot.pop(device, 0)
         if e.pk is not None:
-            if not device.startswith("gpu:"):
-                if not any(not d.startswith("gpu:") for d in e.hot):  # CPU devices share the host objects
-                    e.pk.drop_objects()  # the mapped vectors stay (views of the mmap keep it open)
-            else:
-                from ..backends.gpu.backend import evict_device_key
-
-                evict_device_key(e.pk, int(device.split(":")[1]))
+            # the backend frees its copy for the device (the CPU backend's shared copy goes with its last
+            # device); the mapped vectors of the WARM key stay
+            self.backend.evict_key(e.pk, device)
         if self.metrics:
             self.metrics.srs_evictions.labels(tier="HOT", reason=reason).inc()
-        log.info("event=srs_evict circuit=%s from=HOT device=%s bytes=%d reason=%s", e.id, device, freed, reason)
+        log.info("event=srs_evict circuit=%s from=HOT device=%s bytes=%d reason=%s", e.id, device.name, freed, reason)
         return freed
 
     def _drop_warm(self, e: Entry, reason: str) -> int:
@@ -404,23 +405,13 @@ class SrsManager:
             why = f"{err.filename}: {err.strerror}" if isinstance(err, OSError) and err.strerror else str(err)
             raise FailedPrecondition(f"circuit {e.id!r}: cannot load its proving key: {why}") from None
 
-    def _promote_hot(self, e: Entry, pk: ProvingKey, device: str) -> int:
-        if not device.startswith("gpu:"):  # a CPU device ("cpu"; the tests add a second one)
-            need = cpu_hot_bytes(pk)
-            self._evict_hot_for(device, need, e)
-            pk.load_all()
-            return need
-        import cupy
+    def _promote_hot(self, e: Entry, pk: ProvingKey, device: Device) -> int:
+        """Make room within the device's budget, then make the key resident there; its resident bytes."""
+        self._evict_hot_for(device, self.backend.resident_bytes_estimate(pk), e)
+        with self.backend.use(device):
+            return self.backend.load_key(pk, device)
 
-        from ..backends.gpu.backend import device_key
-
-        dev = int(device.split(":")[1])
-        need = pk.raw_bytes() + sum(m.memory_bytes() for m in (pk.A, pk.B, pk.C) if m is not None)
-        self._evict_hot_for(device, need, e)
-        with cupy.cuda.Device(dev):
-            return device_key(pk, dev).nbytes
-
-    def acquire(self, cid: str, device: str) -> tuple[ProvingKey, float, int]:
+    def acquire(self, cid: str, device: Device) -> tuple[ProvingKey, float, int]:
         """Make ``cid`` HOT on ``device`` and take a reference. Returns (key, load ms, tier before)."""
         e = self._entry(cid)
         t0 = time.perf_counter()
@@ -440,7 +431,7 @@ class SrsManager:
                     log.info(
                         "event=srs_load circuit=%s to=HOT device=%s from=%s ms=%.1f bytes=%d",
                         cid,
-                        device,
+                        device.name,
                         TIER_NAMES[prev],
                         (time.perf_counter() - t1) * 1e3,
                         nbytes,
@@ -454,7 +445,7 @@ class SrsManager:
                 e.loading -= 1
         return pk, (time.perf_counter() - t0) * 1e3, prev
 
-    def release(self, cid: str, device: str) -> None:
+    def release(self, cid: str, device: Device) -> None:
         with self._lock:
             e = self._entries.get(cid)
             if e is None:
@@ -467,7 +458,7 @@ class SrsManager:
             e.last_used = time.monotonic()
         self._evict_hot_for(device, 0, None)
 
-    def preload(self, cid: str, device: str) -> tuple[bool, float, int]:
+    def preload(self, cid: str, device: Device) -> tuple[bool, float, int]:
         """(already HOT, ms, tier before)."""
         e = self._entry(cid)
         already = device in e.hot
@@ -511,7 +502,7 @@ class SrsManager:
                         "hot_bytes": hot,
                         "warm_bytes": e.warm_bytes,
                         "cold_bytes": e.cold_bytes,
-                        "hot_devices": sorted(e.hot),
+                        "hot_devices": sorted(d.name for d in e.hot),
                         "last_used_secs_ago": (now - e.last_used) if e.last_used else -1.0,
                     }
                 )
@@ -520,3 +511,7 @@ class SrsManager:
     def totals(self) -> dict[str, int]:
         with self._lock:
             return {"HOT": self._used(HOT), "WARM": self._used(WARM)}
+
+    def budgets(self) -> dict[str, object]:
+        """{"hot": {device name: bytes}, "warm": bytes}."""
+        return {"hot": {d.name: b for d, b in self.hot_budget.items()}, "warm": self.warm_budget}

@@ -73,8 +73,8 @@ class Analysis:
 
 def parse(lines) -> list[tuple[float, str, str, int, str, str]]:
     out = []
-    for ln in lines:
-        ln = ln.strip()
+    for raw in lines:
+        ln = raw.strip()
         if not ln.startswith("TIMELINE,"):
             continue
         f = ln.split(",", 6)

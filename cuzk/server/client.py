@@ -255,7 +255,9 @@ class Client:
         max_queue: int = 0,
         replace: bool = False,
     ) -> dict:
-        ab = lambda p: os.path.abspath(p) if p else ""
+        def ab(p: str) -> str:
+            return os.path.abspath(p) if p else ""
+
         spec = pb.CircuitSpec(
             id=id,
             r1cs=ab(r1cs),

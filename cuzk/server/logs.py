@@ -36,10 +36,11 @@ class JsonFormatter(logging.Formatter):
         obj = {"ts": _ts(record), "level": record.levelname.lower(), "logger": record.name}
         pairs = _PAIR.findall(msg)
         if pairs and msg.startswith(pairs[0][0] + "="):
-            for k, v in pairs:
-                if v.startswith('"'):
+            for k, text in pairs:
+                v: object = text
+                if text.startswith('"'):
                     try:
-                        v = json.loads(v)
+                        v = json.loads(text)
                     except ValueError:
                         pass
                 obj[k] = v

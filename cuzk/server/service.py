@@ -7,6 +7,9 @@ corrupt key file -> FAILED_PRECONDITION, GPU out of memory -> RESOURCE_EXHAUSTED
 the daemon's, not the caller's: INTERNAL.
 A job that fails (violated constraint, missing input signal, ...) is not an RPC error: AwaitProof /
 Prove answer status FAILED with the message.
+
+Results come from the engine as :class:`~cuzk.engine.job.JobRecord`; :func:`record_to_pb` is the one
+mapping of a record to protobuf.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import grpc
 
 from .. import CuzkError
-from ..engine.engine import Job
+from ..engine.engine import Engine
 from ..engine.errors import EngineError, InvalidArgument
+from ..engine.job import Job, JobRecord
 from . import protogen
 
 log = logging.getLogger("cuzk.server")
@@ -41,9 +47,12 @@ def _is_gpu_oom(e: BaseException) -> bool:
     return getattr(e, "resource_exhausted", False) or any(k.__name__ == "GpuOutOfMemory" for k in type(e).__mro__)
 
 
-def _rpc(fn):
+R = TypeVar("R")
+
+
+def _rpc(fn: Callable[[Any, Any, Any], R]) -> Callable[[Any, Any, Any], R]:
     @functools.wraps(fn)
-    def wrapper(self, request, context):
+    def wrapper(self: Any, request: Any, context: Any) -> R:
         try:
             return fn(self, request, context)
         except EngineError as e:
@@ -56,58 +65,57 @@ def _rpc(fn):
         except Exception as e:
             log.exception("event=rpc_error rpc=%s", fn.__name__)
             context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
+        raise AssertionError("context.abort returned")  # it raises
 
     return wrapper
 
 
-def record_to_pb(rec: dict):
+def record_to_pb(rec: JobRecord) -> Any:
+    """The AwaitProofResponse of a job's record."""
     r = pb.AwaitProofResponse(
-        job_id=rec.get("job_id", ""),
-        status=_STATUS.get(rec.get("status", ""), pb.UNKNOWN),
-        error_message=rec.get("error") or "",
-        circuit_id=rec.get("circuit_id", ""),
-        backend=rec.get("backend", ""),
-        batch_id=rec.get("batch_id", ""),
-        batch_size=rec.get("batch_size", 0),
-        batch_flush=rec.get("batch_flush", ""),
-        dispatch_order=rec.get("dispatch_order", 0),
-        submitted_at=rec.get("submitted_at", 0.0),
-        completed_at=rec.get("completed_at", 0.0),
-        attempts=rec.get("attempts", 0),
+        job_id=rec.job_id,
+        status=_STATUS.get(rec.status, pb.UNKNOWN),
+        error_message=rec.error,
+        circuit_id=rec.circuit_id,
+        backend=rec.backend,
+        batch_id=rec.batch_id,
+        batch_size=rec.batch_size,
+        batch_flush=rec.batch_flush,
+        dispatch_order=rec.dispatch_order,
+        submitted_at=rec.submitted_at,
+        completed_at=rec.completed_at,
+        attempts=rec.attempts,
     )
-    t = rec.get("timings") or {}
-    if rec.get("status") == "COMPLETED":
-        r.queue_wait_ms = t.get("queue_wait_ms", 0.0)
-        r.srs_load_ms = t.get("srs_load_ms", 0.0)
-        r.synthesis_ms = t.get("synthesis_ms", 0.0)
-        r.gpu_compute_ms = t.get("gpu_compute_ms", 0.0)
-        r.finalize_ms = t.get("finalize_ms", 0.0)
-        r.total_ms = t.get("total_ms", 0.0)
-        for k, v in (t.get("phases") or {}).items():
+    t = rec.timings
+    if rec.status == "COMPLETED" and t is not None:
+        r.queue_wait_ms = t.queue_wait_ms
+        r.srs_load_ms = t.srs_load_ms
+        r.synthesis_ms = t.synthesis_ms
+        r.gpu_compute_ms = t.gpu_compute_ms
+        r.finalize_ms = t.finalize_ms
+        r.total_ms = t.total_ms
+        for k, v in t.phases.items():
             r.phases_ms[k] = v
-    proofs = []
-    for p in rec.get("partitions") or []:
-        pp = r.partitions.add(
-            index=p["index"], proof=bytes.fromhex(p["proof"]), proof_json=p["proof_json"], device=p.get("device", "")
-        )
-        pp.public_signals.extend(p["public"])
-        for k, v in (p.get("phases") or {}).items():
+    for p in rec.partitions:
+        pp = r.partitions.add(index=p.index, proof=p.proof, proof_json=p.proof_json, device=p.device)
+        pp.public_signals.extend(str(x) for x in p.public)
+        for k, v in p.phases.items():
             pp.phases_ms[k] = v
-        proofs.append(pp.proof)
-    r.proof = b"".join(proofs)
-    if rec.get("partitions"):
-        r.public_signals.extend(rec["partitions"][0]["public"])
+    r.proof = b"".join(p.proof for p in rec.partitions)
+    if rec.partitions:
+        r.public_signals.extend(str(x) for x in rec.partitions[0].public)
     return r
 
 
-def _payloads(req) -> tuple[list[tuple[str, bytes]], list[str]]:
+def _payloads(req: Any) -> tuple[list[tuple[str, bytes]], list[str]]:
     single = req.witness or req.inputs_json
     if req.partitions and single:
         raise InvalidArgument("partitions: give either partitions or the single witness / inputs_json field, not both")
     if req.witness and req.inputs_json:
         raise InvalidArgument("witness: give either witness or inputs_json, not both")
     if req.partitions:
-        out, fields = [], []
+        out: list[tuple[str, bytes]] = []
+        fields: list[str] = []
         for i, p in enumerate(req.partitions):
             which = p.WhichOneof("input")
             if which == "witness":
@@ -126,34 +134,28 @@ def _payloads(req) -> tuple[list[tuple[str, bytes]], list[str]]:
     return [], []
 
 
-class ProvingEngineService(pb_grpc.ProvingEngineServicer):
-    def __init__(self, engine):
+class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]  # generated, untyped
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def _submit(self, req):
+    def _submit(self, req: Any) -> tuple[Job | JobRecord, bool, int]:
         if not req.circuit_id:
             raise InvalidArgument("circuit_id: required")
         payloads, fields = _payloads(req)
-        job, dup, pos = self.engine.submit(req.circuit_id, payloads, int(req.priority), req.request_id, fields)
-        return job, dup, pos
+        return self.engine.submit(req.circuit_id, payloads, int(req.priority), req.request_id, fields)
 
-    def _submit_response(self, job, dup, pos):
-        if isinstance(job, Job):
-            jid = job.job_id
-            status = pb.RUNNING if job.state == "running" else pb.QUEUED
-            if job.final:
-                status = _STATUS.get(job.state.upper(), pb.UNKNOWN)
-            devs = self.engine.srs.resident_devices(job.circuit.id)
-            gpu = devs[0] if devs else (self.engine.devices[0].name if len(self.engine.devices) == 1 else "")
+    def _submit_response(self, job: Job | JobRecord, dup: bool, pos: int) -> Any:
+        if isinstance(job, JobRecord):  # a duplicate of a finished request
+            status, device = _STATUS.get(job.status, pb.UNKNOWN), ""
         else:
-            jid, status, gpu = job["job_id"], _STATUS.get(job["status"], pb.UNKNOWN), ""
-        return pb.SubmitProofResponse(job_id=jid, queue_position=pos, assigned_gpu=gpu, duplicate=dup, status=status)
+            status, device = _STATUS.get(job.state.name, pb.UNKNOWN), self.engine.assigned_device(job.circuit.id)
+        return pb.SubmitProofResponse(job_id=job.job_id, queue_position=pos, assigned_gpu=device, duplicate=dup, status=status)
 
     @_rpc
-    def SubmitProof(self, request, context):
+    def SubmitProof(self, request: Any, context: Any) -> Any:
         return self._submit_response(*self._submit(request))
 
-    def _await(self, job_id: str, timeout_ms: int, context):
+    def _await(self, job_id: str, timeout_ms: int, context: Any) -> Any:
         t = timeout_ms / 1e3 if timeout_ms else None
         rem = context.time_remaining()
         if rem is not None:
@@ -162,28 +164,27 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):
         return record_to_pb(self.engine.await_job(job_id, t, alive=context.is_active))
 
     @_rpc
-    def AwaitProof(self, request, context):
+    def AwaitProof(self, request: Any, context: Any) -> Any:
         if not request.job_id:
             raise InvalidArgument("job_id: required")
         return self._await(request.job_id, request.timeout_ms, context)
 
     @_rpc
-    def Prove(self, request, context):
+    def Prove(self, request: Any, context: Any) -> Any:
         if not request.HasField("submit"):
             raise InvalidArgument("submit: required (the SubmitProofRequest)")
         job, dup, _pos = self._submit(request.submit)
-        jid = job.job_id if isinstance(job, Job) else job["job_id"]
-        return pb.ProveResponse(result=self._await(jid, request.timeout_ms, context), duplicate=dup)
+        return pb.ProveResponse(result=self._await(job.job_id, request.timeout_ms, context), duplicate=dup)
 
     @_rpc
-    def CancelProof(self, request, context):
+    def CancelProof(self, request: Any, context: Any) -> Any:
         if not request.job_id:
             raise InvalidArgument("job_id: required")
         was, cancelled, status = self.engine.cancel(request.job_id)
         return pb.CancelProofResponse(was_running=was, cancelled=cancelled, status=_STATUS.get(status, pb.UNKNOWN))
 
     @_rpc
-    def GetStatus(self, request, context):
+    def GetStatus(self, request: Any, context: Any) -> Any:
         s = self.engine.snapshot()
         r = pb.GetStatusResponse(
             total_proofs_completed=s["counters"]["total_completed"],
@@ -229,25 +230,25 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):
         return r
 
     @_rpc
-    def GetMetrics(self, request, context):
+    def GetMetrics(self, request: Any, context: Any) -> Any:
         return pb.GetMetricsResponse(prometheus_text=self.engine.metrics.text())
 
     @_rpc
-    def PreloadSRS(self, request, context):
+    def PreloadSRS(self, request: Any, context: Any) -> Any:
         if not request.circuit_id:
             raise InvalidArgument("circuit_id: required")
         already, ms, prev = self.engine.preload(request.circuit_id)
         return pb.PreloadSRSResponse(already_loaded=already, load_time_ms=ms, previous_tier=prev)
 
     @_rpc
-    def EvictSRS(self, request, context):
+    def EvictSRS(self, request: Any, context: Any) -> Any:
         if not request.circuit_id:
             raise InvalidArgument("circuit_id: required")
         was, freed, tier = self.engine.evict(request.circuit_id, int(request.to_tier))
         return pb.EvictSRSResponse(was_loaded=was, freed_bytes=freed, tier=tier)
 
     @_rpc
-    def RegisterCircuit(self, request, context):
+    def RegisterCircuit(self, request: Any, context: Any) -> Any:
         if not request.HasField("circuit"):
             raise InvalidArgument("circuit: required (a CircuitSpec)")
         c = request.circuit
@@ -264,12 +265,10 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):
             "max_queue": c.max_queue,
         }
         circuit, already = self.engine.register_circuit(spec, replace=request.replace)
-        return pb.RegisterCircuitResponse(
-            circuit=self._info(circuit.info() | {"tier": self.engine.srs.tier(circuit.id)}), already_registered=already
-        )
+        return pb.RegisterCircuitResponse(circuit=self._info(self.engine.circuit_info(circuit)), already_registered=already)
 
     @staticmethod
-    def _info(d: dict):
+    def _info(d: dict[str, Any]) -> Any:
         s = d["spec"]
         spec = pb.CircuitSpec(
             id=s["id"],
@@ -294,5 +293,5 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):
         )
 
     @_rpc
-    def ListCircuits(self, request, context):
+    def ListCircuits(self, request: Any, context: Any) -> Any:
         return pb.ListCircuitsResponse(circuits=[self._info(d) for d in self.engine.list_circuits()])

@@ -1,0 +1,183 @@
+"""The engine's table of jobs: the live ones, the records of recently finished ones, the request-id index,
+and the one place a job is finished (:meth:`JobTable.finish`: journal, record, metrics, awaiters).
+
+:attr:`JobTable.lock` is the engine's lock. It guards the table, every job's mutable fields, the
+pipeline's stage counters and the circuit registry together, because the checks that matter span them
+(a partition enters a stage only if its job is still live; a circuit is replaced only if no live job
+uses it).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import threading
+import time
+
+from .errors import AlreadyExists, EngineError, NotFound, Unavailable
+from .job import FINAL_STATES, Job, JobRecord, JobState, PartStage
+from .journal import Journal
+from .metrics import Metrics
+from .scheduler import Scheduler
+from .timeline import Timeline
+
+log = logging.getLogger("cuzk.engine")
+
+RECENT_RECORDS = 2000  # finished jobs' records kept in memory (older ones are read from the journal)
+
+
+class JobTable:
+    def __init__(self, journal: Journal, scheduler: Scheduler, metrics: Metrics, timeline: Timeline, backend: str) -> None:
+        self.lock = threading.RLock()
+        self.journal = journal
+        self.scheduler = scheduler
+        self.metrics = metrics
+        self.timeline = timeline
+        self.backend = backend  # the backend's name, for records
+        self.active: dict[str, Job] = {}
+        self.recent: collections.OrderedDict[str, JobRecord] = collections.OrderedDict()
+        self.by_request: dict[str, str] = {}
+        self.totals: collections.Counter[JobState] = collections.Counter()
+        self.draining = False  # set by the engine's shutdown: journal errors then mean "shutting down"
+
+    # -- membership -------------------------------------------------------------------------------
+    def add(self, job: Job) -> int:
+        """A job accepted (or recovered) enters the table; returns its queue position."""
+        with self.lock:
+            self.active[job.job_id] = job
+            if job.request_id:
+                self.by_request[job.request_id] = job.job_id
+            return self.position(job)
+
+    def position(self, job: Job) -> int:
+        """Queued jobs ahead of ``job`` (higher priority, or the same and earlier). Caller holds the lock."""
+        return sum(
+            1
+            for j in self.active.values()
+            if j is not job
+            and j.state is JobState.QUEUED
+            and (j.priority > job.priority or (j.priority == job.priority and j.submitted_at <= job.submitted_at))
+        )
+
+    def live(self) -> list[Job]:
+        with self.lock:
+            return [j for j in self.active.values() if not j.final]
+
+    # -- finishing --------------------------------------------------------------------------------
+    def finish(self, job: Job, state: JobState, error: str = "") -> bool:
+        """Record the job's final state once; False if it had finished already (nothing done)."""
+        with self.lock:
+            if not job.finish(state, error):
+                return False
+            if state is not JobState.COMPLETED:  # partitions still queued never run: free their parsed witnesses now
+                for p in job.parts:
+                    if p.stage is PartStage.QUEUED:
+                        p.witness = p.inputs = None
+        if state is not JobState.COMPLETED:
+            self.scheduler.drop_job(job)
+        now = time.time()
+        self.timeline.event("DONE", job.job_id, detail=state.value)
+        rec = JobRecord.finished(job, self.backend, now)
+        try:
+            self.journal.finish(job.job_id, state.value, now, result=rec.to_json(), error=error or None)
+        except Exception as e:
+            log.error("event=journal_error job=%s error=%r", job.job_id, str(e))
+        job.result = rec
+        with self.lock:
+            self.active.pop(job.job_id, None)
+            self.recent[job.job_id] = rec
+            while len(self.recent) > RECENT_RECORDS:
+                self.recent.popitem(last=False)
+            self.totals[state] += 1
+        self._observe(job, rec)
+        job.done.set()
+        return True
+
+    def _observe(self, job: Job, rec: JobRecord) -> None:
+        """Metrics and the log line of a finished job."""
+        cid = job.circuit.id
+        counter = {
+            JobState.COMPLETED: self.metrics.completed,
+            JobState.FAILED: self.metrics.failed,
+            JobState.CANCELLED: self.metrics.cancelled,
+        }[rec.state]
+        counter.labels(circuit=cid).inc()
+        if rec.state is not JobState.COMPLETED or rec.timings is None:
+            log.info("event=job_%s job=%s circuit=%s error=%s", rec.state.value, job.job_id, cid, json.dumps(rec.error))
+            return
+        t = rec.timings
+        for stage, ms in t.by_stage().items():
+            self.metrics.phase.labels(phase=stage).observe(ms / 1e3)
+        self.metrics.duration.labels(circuit=cid).observe(t.total_ms / 1e3)
+        log.info(
+            "event=job_completed job=%s circuit=%s partitions=%d total_ms=%.1f queue_ms=%.1f synth_ms=%.1f "
+            "srs_ms=%.1f compute_ms=%.1f finalize_ms=%.1f",
+            job.job_id,
+            cid,
+            job.n_parts,
+            t.total_ms,
+            t.queue_wait_ms,
+            t.synthesis_ms,
+            t.srs_load_ms,
+            t.gpu_compute_ms,
+            t.finalize_ms,
+        )
+
+    # -- lookups ----------------------------------------------------------------------------------
+    def lookup(self, job_id: str) -> Job | JobRecord:
+        """The live job, or the finished job's record (from memory, else from the journal)."""
+        with self.lock:
+            job = self.active.get(job_id)
+            if job is not None:
+                return job
+            rec = self.recent.get(job_id)
+            if rec is not None:
+                return rec
+        try:
+            row = self.journal.get(job_id)
+        except Exception:
+            raise Unavailable("the daemon is shutting down") from None
+        if row is None:
+            raise NotFound(f"unknown job {job_id!r} (never submitted, or finished longer ago than the retention period)")
+        if row["state"] not in FINAL_STATES:
+            raise Unavailable(f"job {job_id} is journaled but not running in this daemon (it is shutting down)")
+        return JobRecord.of_row(row, self.backend)
+
+    def duplicate(self, request_id: str, request_hash: str) -> Job | JobRecord | None:
+        """The job (or record) an earlier request with ``request_id`` made; None if there is none.
+        Raises AlreadyExists if that request was a different one."""
+        with self.lock:
+            jid = self.by_request.get(request_id)
+            job = self.active.get(jid) if jid else None
+        if job is not None:
+            _same_request(request_id, request_hash, job.request_hash, job.job_id)
+            return job
+        try:
+            row = self.journal.by_request(request_id)
+        except Exception as e:
+            self.journal_error(e, "cannot read the journal")
+        if row is None:
+            return None
+        _same_request(request_id, request_hash, row["request_hash"], row["job_id"])
+        return JobRecord.of_row(row, self.backend)
+
+    def journal_error(self, e: Exception, what: str) -> None:
+        """Raise the error a failed journal access means for a caller."""
+        if self.draining:  # the journal closes at the end of a drain
+            raise Unavailable("the daemon is shutting down; submit again after it restarts") from None
+        raise EngineError(f"{what}: {e}") from None
+
+    # -- housekeeping -----------------------------------------------------------------------------
+    def expire(self, cutoff: float) -> None:
+        """Forget records that finished before ``cutoff`` (unix time) and request ids of gone jobs."""
+        with self.lock:
+            for jid in [k for k, r in self.recent.items() if r.completed_at < cutoff]:
+                del self.recent[jid]
+            for rid in [r for r, jid in self.by_request.items() if jid not in self.active]:
+                del self.by_request[rid]
+
+
+def _same_request(request_id: str, request_hash: str, their_hash: str, their_job: str) -> None:
+    if their_hash != request_hash:
+        raise AlreadyExists(f"request_id {request_id!r} was already used for a different request (job {their_job})")
