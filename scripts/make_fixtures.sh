@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Regenerate the circom/snarkjs interop fixtures under tests/fixtures/.
+# Regenerate the circom/snarkjs interop fixtures under tests/fixtures/: the
+# example and other circuits for BLS12-381 (--prime bls12381) in
+# tests/fixtures/{example,other}, and for BN254 (--prime bn128, circom's
+# default) in tests/fixtures/bn254/{example,other}.
 #
 # Usage (from anywhere; the script cd's to the repo root):
 #     scripts/make_fixtures.sh
@@ -26,6 +29,7 @@ CIRCOM="node_modules/.bin/circom2"
 SNARKJS="node_modules/.bin/snarkjs"
 FIX="tests/fixtures"
 CIRCUITS=(example other)
+CURVES=(bls12381 bn128)                # snarkjs/circom names; see curve_dir
 CONTRIB_MODE="${FIXTURE_CONTRIB:-beacon}"
 PTAU_KEEP_MAX_BYTES=$((1536 * 1024))   # commit the ptau only if smaller than 1.5 MiB
 JSON_KEEP_MAX_BYTES=$((1024 * 1024))   # commit zkey.json / r1cs.json only if < 1 MiB
@@ -78,15 +82,40 @@ r1cs_field() {
     "$SNARKJS" r1cs info "$1" 2>&1 | sed -n "s/.*# of $2: \([0-9]*\).*/\1/p" | head -n1
 }
 
+# The fixture folder of a curve (snarkjs/circom name): BLS12-381 at the top
+# level (where the fixtures always were), BN254 under bn254/.
+curve_dir() {
+    case "$1" in
+        bls12381) echo "$FIX" ;;
+        bn128) echo "$FIX/bn254" ;;
+        *) echo "unknown curve $1" >&2; exit 1 ;;
+    esac
+}
+
+# The curve's title for the README, and r - 5 (-5 mod r, r the curve's scalar
+# field order; beyond bash arithmetic, so written out).
+curve_title() {
+    case "$1" in
+        bls12381) echo "BLS12-381" ;;
+        bn128) echo "BN254" ;;
+    esac
+}
+r_minus_5() {
+    case "$1" in
+        bls12381) echo "52435875175126190479447740508185965837690552500527637822603658699938581184508" ;;
+        bn128) echo "21888242871839275222246405745257275088548364400416034343698204186575808495612" ;;
+    esac
+}
+
 write_input() {
     case "$1" in
         example)
-            # b = r - 5 (i.e. -5 mod r, r = BLS12-381 scalar field order):
+            # b = r - 5 (i.e. -5 mod r, r = the curve's scalar field order):
             # a full-width public input.
-            cat >"$2" <<'EOF'
+            cat >"$3" <<EOF
 {
   "a": "3",
-  "b": "52435875175126190479447740508185965837690552500527637822603658699938581184508",
+  "b": "$(r_minus_5 "$2")",
   "x": ["5", "7", "13"],
   "w": "40000",
   "s": "1"
@@ -94,7 +123,7 @@ write_input() {
 EOF
             ;;
         other)
-            cat >"$2" <<'EOF'
+            cat >"$3" <<'EOF'
 {
   "x": "7",
   "k": ["2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13"]
@@ -105,92 +134,97 @@ EOF
     esac
 }
 
-echo "== compiling circuits" >&2
-declare -A NCONS NWIRES NPUB NOUT NPRV
-POWER=$MIN_POWER
-for name in "${CIRCUITS[@]}"; do
-    out="$FIX/$name"
-    mkdir -p "$out" "$TMP/build/$name"
-    run "circom2 $name.circom" "$CIRCOM" "$FIX/circuits/$name.circom" \
-        --r1cs --wasm --sym --O1 --prime bls12381 -o "$TMP/build/$name"
-    cp "$TMP/build/$name/$name.r1cs" "$out/circuit.r1cs"
-    cp "$TMP/build/$name/$name.sym" "$out/circuit.sym"
-    cp "$TMP/build/$name/${name}_js/$name.wasm" "$out/circuit.wasm"
+declare -A NCONS NWIRES NPUB NOUT NPRV POWERS PTAU_KEPT
+for curve in "${CURVES[@]}"; do
+    dir="$(curve_dir "$curve")"
+    echo "== $(curve_title "$curve"): compiling circuits (--prime $curve)" >&2
+    POWER=$MIN_POWER
+    for name in "${CIRCUITS[@]}"; do
+        out="$dir/$name"
+        key="$curve/$name"
+        mkdir -p "$out" "$TMP/build/$key"
+        run "circom2 $name.circom --prime $curve" "$CIRCOM" "$FIX/circuits/$name.circom" \
+            --r1cs --wasm --sym --O1 --prime "$curve" -o "$TMP/build/$key"
+        cp "$TMP/build/$key/$name.r1cs" "$out/circuit.r1cs"
+        cp "$TMP/build/$key/$name.sym" "$out/circuit.sym"
+        cp "$TMP/build/$key/${name}_js/$name.wasm" "$out/circuit.wasm"
 
-    NCONS[$name]=$(r1cs_field "$out/circuit.r1cs" "Constraints")
-    NWIRES[$name]=$(r1cs_field "$out/circuit.r1cs" "Wires")
-    NPUB[$name]=$(r1cs_field "$out/circuit.r1cs" "Public Inputs")
-    NOUT[$name]=$(r1cs_field "$out/circuit.r1cs" "Outputs")
-    NPRV[$name]=$(r1cs_field "$out/circuit.r1cs" "Private Inputs")
-    # Groth16 domain must hold nConstraints + nPublic (outputs + public inputs) + 1 rows.
-    need=$(( NCONS[$name] + NPUB[$name] + NOUT[$name] + 1 ))
-    p=0
-    while (( (1 << p) < need )); do p=$((p + 1)); done
-    if (( p > POWER )); then POWER=$p; fi
-    echo "  $name: constraints=${NCONS[$name]} wires=${NWIRES[$name]} outputs=${NOUT[$name]} public_inputs=${NPUB[$name]} private_inputs=${NPRV[$name]} (needs 2^$p)" >&2
-done
+        NCONS[$key]=$(r1cs_field "$out/circuit.r1cs" "Constraints")
+        NWIRES[$key]=$(r1cs_field "$out/circuit.r1cs" "Wires")
+        NPUB[$key]=$(r1cs_field "$out/circuit.r1cs" "Public Inputs")
+        NOUT[$key]=$(r1cs_field "$out/circuit.r1cs" "Outputs")
+        NPRV[$key]=$(r1cs_field "$out/circuit.r1cs" "Private Inputs")
+        # Groth16 domain must hold nConstraints + nPublic (outputs + public inputs) + 1 rows.
+        need=$(( NCONS[$key] + NPUB[$key] + NOUT[$key] + 1 ))
+        p=0
+        while (( (1 << p) < need )); do p=$((p + 1)); done
+        if (( p > POWER )); then POWER=$p; fi
+        echo "  $name: constraints=${NCONS[$key]} wires=${NWIRES[$key]} outputs=${NOUT[$key]} public_inputs=${NPUB[$key]} private_inputs=${NPRV[$key]} (needs 2^$p)" >&2
+    done
+    POWERS[$curve]=$POWER
 
-echo "== powers of tau (bls12381, power $POWER, mode $CONTRIB_MODE)" >&2
-run "powersoftau new bls12381 $POWER" "$SNARKJS" powersoftau new bls12381 "$POWER" "$TMP/pot0.ptau"
-if [[ "$CONTRIB_MODE" == beacon ]]; then
-    run "powersoftau beacon" "$SNARKJS" powersoftau beacon "$TMP/pot0.ptau" "$TMP/pot1.ptau" \
-        "$PTAU_BEACON" 10 -n="cuzk fixture ptau beacon"
-else
-    run "powersoftau contribute" "$SNARKJS" powersoftau contribute "$TMP/pot0.ptau" "$TMP/pot1.ptau" \
-        -n="cuzk fixture ptau" -e="$PTAU_ENTROPY"
-fi
-run "powersoftau prepare phase2" "$SNARKJS" powersoftau prepare phase2 "$TMP/pot1.ptau" "$TMP/pot_final.ptau"
-run "powersoftau verify" "$SNARKJS" powersoftau verify "$TMP/pot_final.ptau"
-PTAU="$TMP/pot_final.ptau"
-rm -f "$FIX/pot_bls12381_final.ptau"
-if (( $(filesize "$PTAU") < PTAU_KEEP_MAX_BYTES )); then
-    cp "$PTAU" "$FIX/pot_bls12381_final.ptau"
-    PTAU_KEPT=1
-else
-    echo "  ptau is $(filesize "$PTAU") bytes: not kept in $FIX" >&2
-    PTAU_KEPT=0
-fi
-
-for name in "${CIRCUITS[@]}"; do
-    out="$FIX/$name"
-    echo "== $name" >&2
-    write_input "$name" "$out/input.json"
-    run "wtns calculate" "$SNARKJS" wtns calculate "$out/circuit.wasm" "$out/input.json" "$out/witness.wtns"
-    run "wtns check" "$SNARKJS" wtns check "$out/circuit.r1cs" "$out/witness.wtns"
-    run "groth16 setup" "$SNARKJS" groth16 setup "$out/circuit.r1cs" "$PTAU" "$TMP/${name}_c0.zkey"
+    echo "== powers of tau ($curve, power $POWER, mode $CONTRIB_MODE)" >&2
+    run "powersoftau new $curve $POWER" "$SNARKJS" powersoftau new "$curve" "$POWER" "$TMP/$curve.pot0.ptau"
     if [[ "$CONTRIB_MODE" == beacon ]]; then
-        run "zkey beacon" "$SNARKJS" zkey beacon "$TMP/${name}_c0.zkey" "$out/circuit.zkey" \
-            "$ZKEY_BEACON" 10 -n="fixture"
+        run "powersoftau beacon" "$SNARKJS" powersoftau beacon "$TMP/$curve.pot0.ptau" "$TMP/$curve.pot1.ptau" \
+            "$PTAU_BEACON" 10 -n="cuzk fixture ptau beacon"
     else
-        run "zkey contribute" "$SNARKJS" zkey contribute "$TMP/${name}_c0.zkey" "$out/circuit.zkey" \
-            -n="fixture" -e="$ZKEY_ENTROPY"
+        run "powersoftau contribute" "$SNARKJS" powersoftau contribute "$TMP/$curve.pot0.ptau" "$TMP/$curve.pot1.ptau" \
+            -n="cuzk fixture ptau" -e="$PTAU_ENTROPY"
     fi
-    run "zkey verify" "$SNARKJS" zkey verify "$out/circuit.r1cs" "$PTAU" "$out/circuit.zkey"
-    run "zkey export verificationkey" "$SNARKJS" zkey export verificationkey "$out/circuit.zkey" "$out/verification_key.json"
-    run "groth16 prove" "$SNARKJS" groth16 prove "$out/circuit.zkey" "$out/witness.wtns" "$out/proof.json" "$out/public.json"
-    run "groth16 verify" "$SNARKJS" groth16 verify "$out/verification_key.json" "$out/public.json" "$out/proof.json"
-    if ! grep -q "OK!" "$TMP/step.out"; then
-        echo "groth16 verify did not print OK! for $name" >&2
-        cat "$TMP/step.out" >&2
-        exit 1
+    run "powersoftau prepare phase2" "$SNARKJS" powersoftau prepare phase2 "$TMP/$curve.pot1.ptau" "$TMP/$curve.pot_final.ptau"
+    run "powersoftau verify" "$SNARKJS" powersoftau verify "$TMP/$curve.pot_final.ptau"
+    PTAU="$TMP/$curve.pot_final.ptau"
+    rm -f "$dir/pot_${curve}_final.ptau"
+    if (( $(filesize "$PTAU") < PTAU_KEEP_MAX_BYTES )); then
+        cp "$PTAU" "$dir/pot_${curve}_final.ptau"
+        PTAU_KEPT[$curve]=1
+    else
+        echo "  ptau is $(filesize "$PTAU") bytes: not kept in $dir" >&2
+        PTAU_KEPT[$curve]=0
     fi
 
-    rm -f "$out/zkey.json" "$out/r1cs.json" "$out/witness.json"
-    if [[ "$name" == example ]]; then
-        run "wtns export json" "$SNARKJS" wtns export json "$out/witness.wtns" "$out/witness.json"
-        run "zkey export json" "$SNARKJS" zkey export json "$out/circuit.zkey" "$TMP/zkey.json"
-        if (( $(filesize "$TMP/zkey.json") < JSON_KEEP_MAX_BYTES )); then
-            cp "$TMP/zkey.json" "$out/zkey.json"
+    for name in "${CIRCUITS[@]}"; do
+        out="$dir/$name"
+        echo "== $curve/$name" >&2
+        write_input "$name" "$curve" "$out/input.json"
+        run "wtns calculate" "$SNARKJS" wtns calculate "$out/circuit.wasm" "$out/input.json" "$out/witness.wtns"
+        run "wtns check" "$SNARKJS" wtns check "$out/circuit.r1cs" "$out/witness.wtns"
+        run "groth16 setup" "$SNARKJS" groth16 setup "$out/circuit.r1cs" "$PTAU" "$TMP/${curve}_${name}_c0.zkey"
+        if [[ "$CONTRIB_MODE" == beacon ]]; then
+            run "zkey beacon" "$SNARKJS" zkey beacon "$TMP/${curve}_${name}_c0.zkey" "$out/circuit.zkey" \
+                "$ZKEY_BEACON" 10 -n="fixture"
         else
-            echo "  zkey.json is $(filesize "$TMP/zkey.json") bytes: not kept" >&2
+            run "zkey contribute" "$SNARKJS" zkey contribute "$TMP/${curve}_${name}_c0.zkey" "$out/circuit.zkey" \
+                -n="fixture" -e="$ZKEY_ENTROPY"
         fi
-        run "r1cs export json" "$SNARKJS" r1cs export json "$out/circuit.r1cs" "$TMP/r1cs.json"
-        if (( $(filesize "$TMP/r1cs.json") < JSON_KEEP_MAX_BYTES )); then
-            cp "$TMP/r1cs.json" "$out/r1cs.json"
-        else
-            echo "  r1cs.json is $(filesize "$TMP/r1cs.json") bytes: not kept" >&2
+        run "zkey verify" "$SNARKJS" zkey verify "$out/circuit.r1cs" "$PTAU" "$out/circuit.zkey"
+        run "zkey export verificationkey" "$SNARKJS" zkey export verificationkey "$out/circuit.zkey" "$out/verification_key.json"
+        run "groth16 prove" "$SNARKJS" groth16 prove "$out/circuit.zkey" "$out/witness.wtns" "$out/proof.json" "$out/public.json"
+        run "groth16 verify" "$SNARKJS" groth16 verify "$out/verification_key.json" "$out/public.json" "$out/proof.json"
+        if ! grep -q "OK!" "$TMP/step.out"; then
+            echo "groth16 verify did not print OK! for $curve/$name" >&2
+            cat "$TMP/step.out" >&2
+            exit 1
         fi
-    fi
+
+        rm -f "$out/zkey.json" "$out/r1cs.json" "$out/witness.json"
+        if [[ "$name" == example ]]; then
+            run "wtns export json" "$SNARKJS" wtns export json "$out/witness.wtns" "$out/witness.json"
+            run "zkey export json" "$SNARKJS" zkey export json "$out/circuit.zkey" "$TMP/zkey.json"
+            if (( $(filesize "$TMP/zkey.json") < JSON_KEEP_MAX_BYTES )); then
+                cp "$TMP/zkey.json" "$out/zkey.json"
+            else
+                echo "  zkey.json is $(filesize "$TMP/zkey.json") bytes: not kept" >&2
+            fi
+            run "r1cs export json" "$SNARKJS" r1cs export json "$out/circuit.r1cs" "$TMP/r1cs.json"
+            if (( $(filesize "$TMP/r1cs.json") < JSON_KEEP_MAX_BYTES )); then
+                cp "$TMP/r1cs.json" "$out/r1cs.json"
+            else
+                echo "  r1cs.json is $(filesize "$TMP/r1cs.json") bytes: not kept" >&2
+            fi
+        fi
+    done
 done
 
 # ---------------------------------------------------------------- README
@@ -204,8 +238,13 @@ Generated by \`scripts/make_fixtures.sh\` (run from the repo root, after
     scripts/make_fixtures.sh
 
 Tools (pinned in \`package.json\`): circom2 npm package 0.2.23 (circom compiler
-$("$CIRCOM" --version 2>/dev/null | sed -n 's/^circom compiler //p' | head -n1)), snarkjs 0.7.6. Curve: BLS12-381 (\`--prime bls12381\`),
-compiled with \`--O1\` so linear constraints are kept.
+$("$CIRCOM" --version 2>/dev/null | sed -n 's/^circom compiler //p' | head -n1)), snarkjs 0.7.6. The same two circuits are built for two curves,
+compiled with \`--O1\` so linear constraints are kept:
+
+- BLS12-381 (\`--prime bls12381\`, snarkjs curve \`bls12381\`): \`example/\`, \`other/\`
+  and the powers of tau at the top level.
+- BN254 (\`--prime bn128\`, circom's default; snarkjs curve \`bn128\`):
+  \`bn254/example/\`, \`bn254/other/\` and \`bn254/\`'s powers of tau.
 
 Setup contributions were made in \`$CONTRIB_MODE\` mode. In \`beacon\` mode (the
 default) everything except \`proof.json\` is reproducible byte for byte:
@@ -221,34 +260,41 @@ inputs, then private inputs, then internal signals.
 ## Files
 
 EOF
-if (( PTAU_KEPT )); then
+for curve in "${CURVES[@]}"; do
+    rel="$(curve_dir "$curve")"
+    rel="${rel#"$FIX"}"
+    rel="${rel#/}"
+    rel="${rel:+$rel/}"
+    if (( PTAU_KEPT[$curve] )); then
 cat <<EOF
-- \`pot_bls12381_final.ptau\`: powers of tau for bls12381, power $POWER
+- \`${rel}pot_${curve}_final.ptau\`: powers of tau for $curve, power ${POWERS[$curve]}
   (\`powersoftau new\`, one $CONTRIB_MODE contribution, \`prepare phase2\`);
-  shared by both circuits.
+  shared by the $(curve_title "$curve") circuits.
 EOF
-else
+    else
 cat <<EOF
-- (the powers-of-tau file, power $POWER, is not committed: it is too large.)
+- (the $curve powers-of-tau file, power ${POWERS[$curve]}, is not committed: it is too large.)
 EOF
-fi
+    fi
+done
 cat <<EOF
 - \`circuits/example.circom\`, \`circuits/other.circom\`: circuit sources.
 
-Per circuit, in \`example/\` and \`other/\`:
+Per curve and circuit, in \`example/\`, \`other/\`, \`bn254/example/\` and
+\`bn254/other/\`:
 
 - \`circuit.r1cs\`: constraint system (\`circom2 --r1cs\`).
 - \`circuit.sym\`: signal names (\`circom2 --sym\`).
 - \`circuit.wasm\`: witness generator (\`circom2 --wasm\`, \`NAME_js/NAME.wasm\`).
 - \`input.json\`: the fixed input the witness is computed from.
 - \`witness.wtns\`: \`snarkjs wtns calculate circuit.wasm input.json witness.wtns\`.
-- \`circuit.zkey\`: \`snarkjs groth16 setup\` with the ptau above, plus one
+- \`circuit.zkey\`: \`snarkjs groth16 setup\` with the curve's ptau above, plus one
   $CONTRIB_MODE contribution named "fixture".
 - \`verification_key.json\`: \`snarkjs zkey export verificationkey\`.
 - \`proof.json\`, \`public.json\`: \`snarkjs groth16 prove circuit.zkey witness.wtns\`;
   checked with \`snarkjs groth16 verify\` (prints \`OK!\`).
 
-Only in \`example/\` (oracles for our binary parsers):
+Only in \`example/\` and \`bn254/example/\` (oracles for our binary parsers):
 
 EOF
 if [[ -f "$FIX/example/zkey.json" ]]; then
@@ -262,11 +308,14 @@ cat <<EOF
 
 ## Circuits (\`snarkjs r1cs info\`)
 
-| circuit | constraints | wires | outputs | public inputs | private inputs |
-|---|---|---|---|---|---|
+| curve | circuit | constraints | wires | outputs | public inputs | private inputs |
+|---|---|---|---|---|---|---|
 EOF
-for name in "${CIRCUITS[@]}"; do
-    echo "| $name | ${NCONS[$name]} | ${NWIRES[$name]} | ${NOUT[$name]} | ${NPUB[$name]} | ${NPRV[$name]} |"
+for curve in "${CURVES[@]}"; do
+    for name in "${CIRCUITS[@]}"; do
+        key="$curve/$name"
+        echo "| $(curve_title "$curve") | $name | ${NCONS[$key]} | ${NWIRES[$key]} | ${NOUT[$key]} | ${NPUB[$key]} | ${NPRV[$key]} |"
+    done
 done
 cat <<EOF
 
@@ -275,7 +324,8 @@ cat <<EOF
   polynomial, a boolean check, a selector, a 16-bit decomposition, and 8 rounds
   of a toy x^5 S-box permutation (with round constants up to ~2^215 and a
   mixing matrix with negative entries); the weighted sums survive as linear
-  constraints. Input \`b\` is r - 5 (a full-width field element).
+  constraints. Input \`b\` is r - 5 (a full-width field element; r is the
+  curve's scalar field order).
 - \`other\`: public input \`x\`, private \`k[12]\`, output
   \`y = x * k[0] * ... * k[11] + x\`. Its zkey is the "zkey for another
   circuit" in mismatch tests.
@@ -283,8 +333,11 @@ cat <<EOF
 public.json (outputs first, then public inputs):
 
 EOF
-for name in "${CIRCUITS[@]}"; do
-    echo "- \`$name\`: \`$(tr -d ' \n' <"$FIX/$name/public.json")\`"
+for curve in "${CURVES[@]}"; do
+    dir="$(curve_dir "$curve")"
+    for name in "${CIRCUITS[@]}"; do
+        echo "- $(curve_title "$curve") \`$name\`: \`$(tr -d ' \n' <"$dir/$name/public.json")\`"
+    done
 done
 } >"$FIX/README.md"
 
