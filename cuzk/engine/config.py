@@ -15,6 +15,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import CuzkError
 
@@ -206,7 +207,7 @@ _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
 _DUR_UNITS = {"": 1.0, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-def parse_size(v, where: str) -> int | None:
+def parse_size(v: object, where: str) -> int | None:
     """Bytes; None for "auto"."""
     if isinstance(v, bool):
         raise ConfigError(f'{where}: expected a size like "2GiB", got {v!r}')
@@ -223,7 +224,7 @@ def parse_size(v, where: str) -> int | None:
     raise ConfigError(f'{where}: expected a size like "512MiB", "2GiB", "auto" or a byte count, got {v!r}')
 
 
-def parse_duration(v, where: str) -> float:
+def parse_duration(v: object, where: str) -> float:
     """Seconds."""
     if isinstance(v, bool):
         raise ConfigError(f'{where}: expected a duration like "30s", got {v!r}')
@@ -238,7 +239,7 @@ def parse_duration(v, where: str) -> float:
     raise ConfigError(f'{where}: expected a duration like "250ms", "30s", "5m", "24h" or seconds, got {v!r}')
 
 
-def parse_priority(v, where: str) -> int:
+def parse_priority(v: object, where: str) -> int:
     if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 4:
         return v
     if isinstance(v, str) and v.strip().lower() in PRIORITIES:
@@ -246,7 +247,7 @@ def parse_priority(v, where: str) -> int:
     raise ConfigError(f"{where}: expected a priority (low, normal, high, critical), got {v!r}")
 
 
-def parse_affinity(table: dict, where: str) -> dict[int, frozenset[str] | None]:
+def parse_affinity(table: dict[Any, Any], where: str) -> dict[int, frozenset[str] | None]:
     """{ordinal: allowed circuit ids, or None for "any"} from the TOML table (keys are strings there)."""
     out: dict[int, frozenset[str] | None] = {}
     for k, v in table.items():
@@ -263,7 +264,7 @@ def parse_affinity(table: dict, where: str) -> dict[int, frozenset[str] | None]:
     return out
 
 
-def _convert(kind: str, v, where: str):
+def _convert(kind: str, v: Any, where: str) -> Any:
     if kind == "str":
         if not isinstance(v, str):
             raise ConfigError(f"{where}: expected a string, got {v!r}")
@@ -294,11 +295,11 @@ def _convert(kind: str, v, where: str):
 
 
 class Section:
-    def __init__(self, name: str, values: dict):
+    def __init__(self, name: str, values: dict[str, Any]) -> None:
         self._name = name
         self.__dict__.update(values)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
     def __repr__(self) -> str:
@@ -324,11 +325,11 @@ class CircuitConfig:
     def key_format(self) -> str:
         return "zkey" if self.zkey else "params"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def validate_circuit(d: dict, where: str, base: Path | None = None) -> CircuitConfig:
+def validate_circuit(d: dict[str, Any], where: str, base: Path | None = None) -> CircuitConfig:
     out = {}
     known = {k for k, *_ in CIRCUIT_KEYS}
     for k in d:
@@ -360,7 +361,7 @@ class Config:
     warnings: list[str] = field(default_factory=list)
     path: str = ""
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:  # the sections: cfg.gpus.backend
         try:
             return self.__dict__["sections"][name]
         except KeyError:
@@ -385,9 +386,11 @@ class Config:
         return Path(os.path.expanduser(self.srs.param_cache)) if self.srs.param_cache else self.state_dir / "srs"
 
 
-def load_config(path: str | os.PathLike | None = None, overrides: dict | None = None, text: str | None = None) -> Config:
+def load_config(
+    path: str | os.PathLike[str] | None = None, overrides: dict[str, Any] | None = None, text: str | None = None
+) -> Config:
     """Read a config file (None: defaults only); ``overrides`` maps "section.key" to a value."""
-    raw: dict = {}
+    raw: dict[str, Any] = {}
     base = None
     if text is not None:
         where = "<config>"
@@ -408,7 +411,7 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
     else:
         where = "<defaults>"
     warnings = []
-    sections: dict[str, dict] = {}
+    sections: dict[str, dict[str, Any]] = {}
     known_sections = {s for s, *_ in SCHEMA} | {"circuits"}
     for s in raw:
         if s not in known_sections:
@@ -476,7 +479,7 @@ def load_config(path: str | os.PathLike | None = None, overrides: dict | None = 
     return Config({n: Section(n, v) for n, v in sections.items()}, circuits, warnings, where)
 
 
-def _toml_value(v) -> str:
+def _toml_value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..r1cs import synthetic
 from ..r1cs.r1cs import write_r1cs
@@ -29,8 +30,9 @@ class DevCircuit:
     n_wires: int
     domain_log: int
 
-    def spec(self, cid: str, **extra) -> dict:
-        d = {"id": cid, "r1cs": self.r1cs, self.key_format: self.key}
+    def spec(self, cid: str, **extra: Any) -> dict[str, Any]:
+        """A circuit spec (RegisterCircuit / ``[[circuits]]`` keys) for this circuit, plus ``extra``."""
+        d: dict[str, Any] = {"id": cid, "r1cs": self.r1cs, self.key_format: self.key}
         d.update(extra)
         return d
 
@@ -43,7 +45,7 @@ def witness_bytes(shape: str, n_constraints: int, seed: int) -> bytes:
 
 
 def make_dev_circuit(
-    folder: str | os.PathLike,
+    folder: str | os.PathLike[str],
     shape: str = "hash",
     log_n: int | None = 10,
     n_constraints: int | None = None,
@@ -54,7 +56,12 @@ def make_dev_circuit(
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    n = n_constraints if n_constraints is not None else synthetic.fit_domain(shape, log_n)
+    if n_constraints is not None:
+        n = n_constraints
+    elif log_n is not None:
+        n = synthetic.fit_domain(shape, log_n)
+    else:
+        raise ValueError("make_dev_circuit: give log_n or n_constraints")
     c = synthetic.make(shape, n, seed=seed)
     r1cs = folder / "circuit.r1cs"
     write_r1cs(r1cs, c.pce, c.n_pub_out, c.n_pub_in, c.n_prv_in)

@@ -22,7 +22,12 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+Row = dict[str, Any]  # a jobs row by column name
 
 FINAL = ("completed", "failed", "cancelled")
 
@@ -69,7 +74,7 @@ CREATE TABLE IF NOT EXISTS circuits (
 
 
 class Journal:
-    def __init__(self, path: str | Path, synchronous: str = "full"):
+    def __init__(self, path: str | Path, synchronous: str = "full") -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
@@ -87,7 +92,8 @@ class Journal:
             except sqlite3.Error:
                 pass
 
-    def _tx(self, fn):
+    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(db)`` in one immediate transaction (rolled back if it raises)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -109,7 +115,7 @@ class Journal:
         payloads: list[tuple[str, bytes]],
         submitted_at: float,
     ) -> None:
-        def fn(db):
+        def fn(db: sqlite3.Connection) -> None:
             db.execute(
                 "INSERT INTO jobs (job_id, request_id, request_hash, circuit_id, priority, n_partitions, state, submitted_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)",
@@ -123,12 +129,12 @@ class Journal:
 
         self._tx(fn)
 
-    def by_request(self, request_id: str) -> dict | None:
+    def by_request(self, request_id: str) -> Row | None:
         with self._lock:
             cur = self._db.execute("SELECT * FROM jobs WHERE request_id = ?", (request_id,))
             return _row(cur)
 
-    def get(self, job_id: str) -> dict | None:
+    def get(self, job_id: str) -> Row | None:
         with self._lock:
             cur = self._db.execute("SELECT * FROM jobs WHERE job_id = ?", (job_id,))
             return _row(cur)
@@ -139,7 +145,7 @@ class Journal:
         return [(k, bytes(d)) for k, d in rows]
 
     def mark_started(self, job_id: str, at: float) -> None:
-        def fn(db):
+        def fn(db: sqlite3.Connection) -> None:
             db.execute(
                 "UPDATE jobs SET state='running', started_at=COALESCE(started_at, ?), attempts=attempts+1 "
                 "WHERE job_id=? AND state IN ('queued','running')",
@@ -154,7 +160,7 @@ class Journal:
         already finished (nothing written)."""
         assert state in FINAL
 
-        def fn(db):
+        def fn(db: sqlite3.Connection) -> bool:
             cur = db.execute(
                 "UPDATE jobs SET state=?, finished_at=?, result=?, error=? WHERE job_id=? AND state NOT IN "
                 "('completed','failed','cancelled')",
@@ -169,7 +175,7 @@ class Journal:
 
         return self._tx(fn)
 
-    def unfinished(self) -> list[dict]:
+    def unfinished(self) -> list[Row]:
         with self._lock:
             cur = self._db.execute("SELECT * FROM jobs WHERE state IN ('queued','running') ORDER BY seq")
             cols = [c[0] for c in cur.description]
@@ -193,7 +199,7 @@ class Journal:
     def purge(self, older_than: float) -> int:
         """Delete jobs (and their events) that finished before ``older_than`` (unix time)."""
 
-        def fn(db):
+        def fn(db: sqlite3.Connection) -> int:
             ids = [
                 r[0]
                 for r in db.execute(
@@ -215,7 +221,7 @@ class Journal:
         which holds only unfinished and just-finished jobs (each looked up by its unique job_id), not by
         the jobs table, which holds every finished job of the retention period."""
 
-        def fn(db):
+        def fn(db: sqlite3.Connection) -> int:
             return db.execute(
                 "DELETE FROM payloads WHERE (SELECT state FROM jobs WHERE jobs.job_id = payloads.job_id)"
                 " IN ('completed','failed','cancelled')"
@@ -224,20 +230,20 @@ class Journal:
         return self._tx(fn)
 
     # -- circuits ---------------------------------------------------------------------------------
-    def save_circuit(self, cid: str, spec: dict) -> None:
+    def save_circuit(self, cid: str, spec: dict[str, Any]) -> None:
         self._tx(
             lambda db: db.execute(
                 "INSERT OR REPLACE INTO circuits (id, spec, registered_at) VALUES (?, ?, ?)", (cid, json.dumps(spec), time.time())
             )
         )
 
-    def circuits(self) -> list[dict]:
+    def circuits(self) -> list[dict[str, Any]]:
         with self._lock:
             rows = self._db.execute("SELECT spec FROM circuits ORDER BY registered_at").fetchall()
         return [json.loads(r[0]) for r in rows]
 
 
-def _row(cur) -> dict | None:
+def _row(cur: sqlite3.Cursor) -> Row | None:
     r = cur.fetchone()
     if r is None:
         return None

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 PAIRS = {"SYNTH_START": "SYNTH_END", "PROVE_START": "PROVE_END", "FINALIZE_START": "FINALIZE_END"}
@@ -71,8 +72,8 @@ class Analysis:
     job_latency_ms: dict[str, float] = field(default_factory=dict)
 
 
-def parse(lines) -> list[tuple[float, str, str, int, str, str]]:
-    out = []
+def parse(lines: Iterable[str]) -> list[tuple[float, str, str, int, str, str]]:
+    out: list[tuple[float, str, str, int, str, str]] = []
     for raw in lines:
         ln = raw.strip()
         if not ln.startswith("TIMELINE,"):
@@ -86,20 +87,22 @@ def parse(lines) -> list[tuple[float, str, str, int, str, str]]:
 
 
 def _union(spans: list[tuple[float, float]]) -> float:
-    total, cur_s, cur_e = 0.0, None, None
+    """Length of the union of the spans."""
+    total = 0.0
+    cur: tuple[float, float] | None = None  # the run of overlapping spans being merged
     for s, e in sorted(spans):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
+        if cur is None or s > cur[1]:
+            if cur is not None:
+                total += cur[1] - cur[0]
+            cur = (s, e)
         else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
+            cur = (cur[0], max(cur[1], e))
+    if cur is not None:
+        total += cur[1] - cur[0]
     return total
 
 
-def analyze(lines) -> Analysis:
+def analyze(lines: Iterable[str]) -> Analysis:
     recs = parse(lines)
     if not recs:
         return Analysis(0.0, [])
