@@ -1,7 +1,9 @@
 """The proving engine behind the daemon: config, circuit registry, SRS tiers, journal, scheduler,
-pipeline. ``cuzk.server`` puts it behind gRPC."""
+pipeline, executor; :class:`Engine` is the facade over them (see :mod:`cuzk.engine.engine`).
+``cuzk.server`` puts it behind gRPC."""
 
 from .config import Config, load_config
 from .engine import Engine
+from .job import JobRecord, JobState
 
-__all__ = ["Config", "Engine", "load_config"]
+__all__ = ["Config", "Engine", "JobRecord", "JobState", "load_config"]
