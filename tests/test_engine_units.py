@@ -412,6 +412,49 @@ def two_cpu_devices(monkeypatch):
     monkeypatch.setattr(CPU_BACKEND, "devices", lambda: [CPU, Device("cpu-b", "cpu")])
 
 
+class _TwoGpus:
+    """A backend that lists two GPUs (nothing runs on it): the executor's GPU paths without a GPU."""
+
+    name = "gpu"
+
+    def devices(self) -> list[Device]:
+        return [Device("gpu:0", "gpu", 0), Device("gpu:1", "gpu", 1)]
+
+    def memory(self, device: Device):
+        from cuzk.groth16.backend import Memory
+
+        return Memory(total=(device.ordinal + 1) << 30, free=1 << 20)
+
+
+def test_executor_builds_devices_from_the_backend(tmp_path):
+    from cuzk.engine.errors import EngineError
+    from cuzk.engine.executor import Executor, open_backend, select_devices
+
+    gpus = _TwoGpus()
+    assert [d.name for d in select_devices(gpus, [])] == ["gpu:0", "gpu:1"]
+    assert [d.name for d in select_devices(gpus, [1])] == ["gpu:1"]  # gpus.devices, in its order
+    with pytest.raises(EngineError, match="GPU 5 does not exist"):
+        select_devices(gpus, [5])
+    assert select_devices(CPU_BACKEND, [1]) == [CPU]  # GPU ordinals mean nothing to the CPU backend
+    cfg = load_config(
+        overrides={"daemon.state_dir": str(tmp_path), "gpus.affinity": {"1": "a"}, "gpus.gpu_workers_per_device": 2}
+    )
+    ex = Executor(cfg, gpus, machine_memory=64 << 30)
+    try:
+        d0, d1 = ex.devices
+        assert (d0.allowed, d1.allowed) == (None, frozenset({"a"})) and not d1.may_prove("b") and ex.may_prove("b")
+        assert (d0.hot_budget, d1.hot_budget) == (1 << 29, 1 << 30)  # half of each GPU's memory
+        assert [(w.id, w.device.name) for w in ex.workers] == [(0, "gpu:0"), (1, "gpu:0"), (2, "gpu:1"), (3, "gpu:1")]
+        assert ex.n_finalizers == 2 * cfg.pipeline.finalizer_threads
+    finally:
+        ex.shutdown(True)
+    from cuzk.backends import gpu_available
+
+    if not gpu_available():
+        with pytest.raises(EngineError, match="no CUDA GPU is visible"):
+            open_backend("gpu")
+
+
 def test_partitions_of_one_job_spread_across_devices(dev, engines, two_cpu_devices, monkeypatch):
     """A 4-partition job on two devices: both devices prove partitions of it at the same time (two
     prove_start calls meet at a barrier: with one device only, it times out and the test fails)."""

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import CuzkError
-from ..backends import get_backend
+from ..backends import get_backend, gpu_available
 from ..groth16.backend import Backend, Device
 from .config import Config
 from .errors import EngineError
@@ -27,6 +27,8 @@ from .srs import SrsManager
 
 def open_backend(name: str) -> Backend:
     """The backend ``gpus.backend`` names ("auto", "cpu", "gpu"); an EngineError if it cannot run here."""
+    if name == "gpu" and not gpu_available():  # asked for explicitly: no silent fall-back to the CPU
+        raise EngineError('gpus.backend = "gpu" but no CUDA GPU is visible (CuPy missing or no device)')
     try:
         backend: Backend = get_backend(name)
     except CuzkError as e:
