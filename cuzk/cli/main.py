@@ -372,14 +372,14 @@ def cmd_demo(a) -> int:
             with open(dc.wtns, "rb") as fh:
                 res = c.prove("demo-hash", witness=fh.read(), request_id="demo-1")
             vk = formats.read_vk_json(os.path.join(tmp, "circuit", "verification_key.json"))
-            proof = formats.Proof.from_bytes(res.proofs[0], "proof from the daemon")
-            ok = verifier.verify(vk, res.public[0], proof) and formats.proof_from_json(res.proof_json[0]) == proof
+            proof = formats.Proof.from_bytes(res.proofs[0], vk.curve, "proof from the daemon")
+            ok = verifier.verify(vk, res.public[0], proof) and formats.proof_from_json(res.proof_json[0], curve=vk.curve) == proof
             print(
                 f"prove:   {res.timings['total_ms'] / 1e3:.3f} s through the daemon on the {res.backend} backend; "
                 f"verify: {'OK' if ok else 'INVALID'}"
             )
             _print_timings(res.timings | {k: v for k, v in res.phases.items() if k not in ("total",)})
-            print(f"proof (192 bytes): {res.proofs[0].hex()[:64]}...")
+            print(f"proof ({len(res.proofs[0])} bytes): {res.proofs[0].hex()[:64]}...")
         print("daemon:  stopped")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
