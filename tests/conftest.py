@@ -1,17 +1,43 @@
-"""Shared test helpers: the committed fixture directory and a scratch-file helper."""
+"""Shared test helpers: the committed fixture directory, the curves tests run on, a scratch-file helper and
+the session's development circuits (a small synthetic circuit with development keys, made once per curve).
+
+Test modules import the constants (``from conftest import FIXTURES, CURVES, fixture_dir``) instead of
+computing paths of their own; the fixtures ``fixtures``, ``tmp`` and ``dev_circuit`` are injected by pytest.
+"""
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from cuzk import curves
+from cuzk.curves import Curve
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ROOT = FIXTURES.parents[1]
+SNARKJS = ROOT / "node_modules" / ".bin" / "snarkjs"
+CIRCOM = ROOT / "node_modules" / ".bin" / "circom2"
+
+CURVES = curves.all_curves()
+BLS = curves.get("bls12_381")
+BN254 = curves.get("bn254")
+# a test parametrized over every curve: `@on_curves def test_x(C): ...`
+on_curves = pytest.mark.parametrize("C", CURVES, ids=lambda c: c.name)
+
+
+def fixture_dir(curve: Curve | str, circuit: str = "example") -> Path:
+    """The circom fixture folder of a circuit ("example", "other") on a curve: tests/fixtures/<circuit> for
+    BLS12-381 (where they always were), tests/fixtures/bn254/<circuit> for BN254 (tests/fixtures/README.md)."""
+    c = curves.get(curve)
+    return FIXTURES / circuit if c.name == "bls12_381" else FIXTURES / c.name / circuit
 
 
 @pytest.fixture
 def fixtures() -> Path:
-    """tests/fixtures (example/ and other/ circuits, see tests/fixtures/README.md)."""
+    """tests/fixtures (example/ and other/ circuits, bn254/ for BN254; see tests/fixtures/README.md)."""
     return FIXTURES
 
 
@@ -28,3 +54,87 @@ def tmp(tmp_path):
         return p
 
     return write
+
+
+# ---------------------------------------------------------------------------------------------
+# development circuits
+
+DEV_SHAPE = "hash"
+DEV_LOG_N = 7  # 2^7 domain: big enough for every code path, small enough to set up in well under a second
+
+
+@dataclass
+class DevCircuit:
+    """A synthetic hash-shaped circuit on one curve with development keys, and its files in ``folder``:
+    ``circuit.r1cs``, ``circuit.zkey`` (the snarkjs-style key), ``witness.wtns``, ``verification_key.json``.
+    Shared by the whole session: tests must not modify it (copy what they corrupt)."""
+
+    curve: Curve
+    circuit: object  # cuzk.r1cs.synthetic.Circuit
+    pk: object  # snarkjs-style ProvingKey
+    folder: Path
+    _bellperson: object = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def pce(self):
+        return self.circuit.pce
+
+    @property
+    def witness(self):
+        return self.circuit.witness
+
+    @property
+    def r1cs(self) -> Path:
+        return self.folder / "circuit.r1cs"
+
+    @property
+    def zkey(self) -> Path:
+        return self.folder / "circuit.zkey"
+
+    @property
+    def wtns(self) -> Path:
+        return self.folder / "witness.wtns"
+
+    @property
+    def vk_json(self) -> Path:
+        return self.folder / "verification_key.json"
+
+    def bellperson(self):
+        """A bellperson-style key for the same circuit (BLS12-381 only), made on first use."""
+        from cuzk.groth16 import setup
+
+        with self._lock:
+            if self._bellperson is None:
+                self._bellperson = setup.setup(self.pce, style="bellperson", quiet=True)
+            return self._bellperson
+
+
+def make_dev(curve: Curve, folder: Path) -> DevCircuit:
+    from cuzk.groth16 import formats, setup, zkey
+    from cuzk.r1cs import r1cs, synthetic, wtns
+
+    c = synthetic.make(DEV_SHAPE, synthetic.fit_domain(DEV_SHAPE, DEV_LOG_N), seed=11, curve=curve)
+    folder.mkdir(parents=True, exist_ok=True)
+    r1cs.write_r1cs(folder / "circuit.r1cs", c.pce, c.n_pub_out, c.n_pub_in, c.n_prv_in)
+    wtns.write_wtns(folder / "witness.wtns", c.witness, curve)
+    pk = setup.setup(c.pce, quiet=True)
+    zkey.write_zkey(folder / "circuit.zkey", pk)
+    formats.write_vk_json(folder / "verification_key.json", pk.vk)
+    return DevCircuit(curve, c, pk, folder)
+
+
+@pytest.fixture(scope="session")
+def dev_circuit(tmp_path_factory):
+    """dev_circuit(curve) -> the session's :class:`DevCircuit` on that curve (made on first use)."""
+    made: dict[str, DevCircuit] = {}
+    lock = threading.Lock()
+
+    def get(curve: Curve | str = "bls12_381") -> DevCircuit:
+        c = curves.get(curve)
+        with lock:
+            if c.name not in made:
+                made[c.name] = make_dev(c, tmp_path_factory.mktemp(f"dev_{c.name}"))
+            return made[c.name]
+
+    return get

@@ -1,54 +1,66 @@
-"""Prover and verifier behaviour beyond interop: both parameter styles, batching, rejection rules."""
+"""Prover and verifier behaviour beyond interop, on every curve: both parameter styles (bellperson on
+BLS12-381 only), batching, rejection rules."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import dataclasses
 
 import pytest
-from py_arkworks_bls12381 import G1Point, G2Point
+from conftest import BLS, CURVES, fixture_dir, on_curves
 
+from cuzk.backends import get_backend
 from cuzk.curve import points as pts
-from cuzk.field.constants import Q, R
-from cuzk.groth16 import formats, params, prover, setup, verifier
+from cuzk.curves import Curve
+from cuzk.groth16 import formats, params, prover, setup, verifier, zkey
 from cuzk.r1cs import r1cs, synthetic, wtns
 
-FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+CPU = get_backend("cpu")
+
+# (curve, parameter style): snarkjs keys on every curve, bellperson keys where they exist
+KEYED = [(c, "snarkjs") for c in CURVES] + [(c, "bellperson") for c in CURVES if c.bellperson]
 
 
 @pytest.fixture(scope="module")
-def circuit():
-    rc = r1cs.read_r1cs(FIX / "example" / "circuit.r1cs")
-    return rc, wtns.read_wtns(FIX / "example" / "witness.wtns")
+def bellperson_example():
+    """A bellperson-style development key for the BLS12-381 example circuit (made once for the module)."""
+    rc = r1cs.read_r1cs(fixture_dir(BLS) / "circuit.r1cs")
+    return rc, setup.setup(rc.pce, style="bellperson", quiet=True)
 
 
-@pytest.fixture(scope="module", params=["snarkjs", "bellperson"])
-def keyed(request, circuit):
-    rc, w = circuit
-    return setup.setup(rc.pce, style=request.param, quiet=True), w
+@pytest.fixture(scope="module", params=KEYED, ids=lambda k: f"{k[1]}-{k[0].name}")
+def keyed(request, bellperson_example):
+    """The example circuit's key and witness: snarkjs' own zkey, or a bellperson development key."""
+    curve, style = request.param
+    d = fixture_dir(curve)
+    w = wtns.read_wtns(d / "witness.wtns", curve=curve)
+    if style == "snarkjs":
+        return zkey.read_zkey(d / "circuit.zkey"), w
+    return bellperson_example[1], w
 
 
 def test_prove_and_verify_both_styles(keyed):
     pk, w = keyed
-    res = prover.prove(pk, w)
+    res = prover.prove(pk, w, CPU)
     assert verifier.verify(pk.vk, res.public, res.proof)
-    assert len(res.proof.to_bytes()) == 192
-    assert formats.Proof.from_bytes(res.proof.to_bytes()) == res.proof
+    assert res.proof.curve == pk.curve
+    assert len(res.proof.to_bytes()) == pk.curve.proof_bytes  # 192 on BLS12-381, 256 on BN254
+    assert formats.Proof.from_bytes(res.proof.to_bytes(), pk.curve) == res.proof
     for phase in ("spmv", "ntt_a", "ntt_b", "ntt_c", "ntt_h", "msm", "finalize", "verify", "total"):
         assert phase in res.timings
 
 
 def test_fixed_blinding_is_deterministic(keyed):
     pk, w = keyed
-    a = prover.prove(pk, w, r=12345, s=67890)
-    b = prover.prove(pk, w, r=12345, s=67890)
-    c = prover.prove(pk, w, r=12345, s=67891)
+    a = prover.prove(pk, w, CPU, r=12345, s=67890)
+    b = prover.prove(pk, w, CPU, r=12345, s=67890)
+    c = prover.prove(pk, w, CPU, r=12345, s=67891)
     assert a.proof == b.proof
     assert a.proof != c.proof
 
 
 def test_zero_blinding_still_verifies(keyed):
     pk, w = keyed
-    res = prover.prove(pk, w, r=0, s=0)
+    res = prover.prove(pk, w, CPU, r=0, s=0)
     assert verifier.verify(pk.vk, res.public, res.proof)
 
 
@@ -57,48 +69,89 @@ def test_bad_witness_fails_self_check(keyed):
     bad = w.copy()
     bad[-1] = bad[-2]  # a wrong internal value
     with pytest.raises(prover.ProofCheckError, match="self-check failed on the cpu backend"):
-        prover.prove(pk, bad)
+        prover.prove(pk, bad, CPU)
 
 
 def test_witness_length_checked(keyed):
     pk, w = keyed
     with pytest.raises(prover.WitnessError, match="expects 155 wires"):
-        prover.prove(pk, w[:-1])
+        prover.prove(pk, w[:-1], CPU)
 
 
-def test_bellperson_params_round_trip_prove(circuit, tmp_path):
-    rc, w = circuit
-    pk = setup.setup(rc.pce, style="bellperson", quiet=True)
+def test_bellperson_params_round_trip_prove(bellperson_example, tmp_path):
+    rc, pk = bellperson_example
+    w = wtns.read_wtns(fixture_dir(BLS) / "witness.wtns")
     params.write_params(tmp_path / "k.params", pk)
     params.write_vk(tmp_path / "k.vk", pk.vk)
     pk2 = params.read_params(tmp_path / "k.params", rc.pce)
-    res = prover.prove(pk2, w)
+    res = prover.prove(pk2, w, CPU)
     assert verifier.verify(params.read_vk(tmp_path / "k.vk"), res.public, res.proof)
 
 
-def test_batch_verification(circuit):
-    rc, w = circuit
-    pk = setup.setup(rc.pce, quiet=True)
-    items = [(r.public, r.proof) for r in (prover.prove(pk, w) for _ in range(4))]
+@on_curves
+def test_batch_verification(C, dev_circuit):
+    dev = dev_circuit(C)
+    pk, w = dev.pk, dev.witness
+    items = [(r.public, r.proof) for r in (prover.prove(pk, w, CPU) for _ in range(4))]
     assert verifier.verify_batch(pk.vk, items)
     assert verifier.verify_batch(pk.vk, items[:1])
     assert verifier.verify_batch(pk.vk, [])
     bad = list(items)
     pub, pf = bad[2]
-    bad[2] = (pub, formats.Proof(pf.a, pf.b, pf.c + G1Point()))
+    bad[2] = (pub, formats.Proof(pf.a, pf.b, pf.c + C.lib.G1Point()))
     assert not verifier.verify_batch(pk.vk, bad)
-    bad[2] = ([(pub[0] + 1) % R] + pub[1:], pf)
+    bad[2] = ([(pub[0] + 1) % C.r] + pub[1:], pf)
     assert not verifier.verify_batch(pk.vk, bad)
 
 
-def _off_subgroup_g1() -> G1Point:
-    """A point on y^2 = x^3 + 4 over Fq that is not in the r-order subgroup."""
+# ---------------------------------------------------------------------------------------------
+# points outside the prime-order subgroup (on the curve, so only a subgroup check rejects them)
+
+
+def _fq2_mul(a: tuple[int, int], b: tuple[int, int], q: int) -> tuple[int, int]:
+    """Fq2 = Fq[u]/(u^2 + 1) on both curves."""
+    return (a[0] * b[0] - a[1] * b[1]) % q, (a[0] * b[1] + a[1] * b[0]) % q
+
+
+def _fq_sqrt(a: int, q: int) -> int | None:
+    y = pow(a, (q + 1) // 4, q)  # q = 3 mod 4 on both curves
+    return y if y * y % q == a % q else None
+
+
+def _fq2_sqrt(a: tuple[int, int], q: int) -> tuple[int, int] | None:
+    """A square root in Fq2 (u^2 = -1) through the norm, or None for a non-square."""
+    a0, a1 = a
+    if a1 == 0:
+        r = _fq_sqrt(a0, q)
+        return (r, 0) if r is not None else ((0, s) if (s := _fq_sqrt(-a0 % q, q)) is not None else None)
+    alpha = _fq_sqrt((a0 * a0 + a1 * a1) % q, q)
+    if alpha is None:
+        return None
+    half = pow(2, -1, q)
+    x0 = _fq_sqrt((a0 + alpha) * half % q, q)
+    if x0 is None:
+        x0 = _fq_sqrt((a0 - alpha) * half % q, q)
+    if x0 is None or x0 == 0:
+        return None
+    x = (x0, a1 * pow(2 * x0, -1, q) % q)
+    return x if _fq2_mul(x, x, q) == (a0 % q, a1 % q) else None
+
+
+def off_subgroup(C: Curve, group: int):
+    """A point on the curve (G1: y^2 = x^3 + b; G2: the twist y^2 = x^3 + b2) outside the r-order subgroup."""
+    q = C.q
     x = 3
     while True:
-        rhs = (x**3 + 4) % Q
-        y = pow(rhs, (Q + 1) // 4, Q)
-        if y * y % Q == rhs:
-            p = pts.g1_from_ints(x, y)
+        if group == 1:
+            y = _fq_sqrt((x**3 + C.b) % q, q)
+            coords = None if y is None else (x, y)
+        else:
+            xx = (x, 1)
+            rhs = _fq2_mul(_fq2_mul(xx, xx, q), xx, q)
+            y2 = _fq2_sqrt(((rhs[0] + C.b2[0]) % q, (rhs[1] + C.b2[1]) % q), q)
+            coords = None if y2 is None else (*xx, *y2)
+        if coords is not None:
+            p = pts.from_ints(C, group, coords)
             if not p.is_in_subgroup():
                 return p
         x += 1
@@ -106,81 +159,89 @@ def _off_subgroup_g1() -> G1Point:
 
 def test_verifier_rejects_point_outside_subgroup(keyed):
     pk, w = keyed
-    res = prover.prove(pk, w)
-    bad = formats.Proof(_off_subgroup_g1(), res.proof.b, res.proof.c)
-    assert not verifier.verify(pk.vk, res.public, bad)
-    bad = formats.Proof(res.proof.a, res.proof.b, _off_subgroup_g1())
+    C = pk.curve
+    res = prover.prove(pk, w, CPU)
+    if C.name != "bn254":  # BN254's G1 has cofactor 1: every point on the curve is in the subgroup
+        bad = formats.Proof(off_subgroup(C, 1), res.proof.b, res.proof.c)
+        assert not verifier.verify(pk.vk, res.public, bad)
+        bad = formats.Proof(res.proof.a, res.proof.b, off_subgroup(C, 1))
+        assert not verifier.verify(pk.vk, res.public, bad)
+    bad = formats.Proof(res.proof.a, off_subgroup(C, 2), res.proof.c)
     assert not verifier.verify(pk.vk, res.public, bad)
 
 
 def test_verifier_rejects_public_at_or_above_r(keyed):
     pk, w = keyed
-    res = prover.prove(pk, w)
+    res = prover.prove(pk, w, CPU)
     public = list(res.public)
     # x + r is congruent to x, so a verifier that reduced inputs would accept it
-    public[0] = public[0] + R
+    public[0] = public[0] + pk.curve.r
     assert not verifier.verify(pk.vk, public, res.proof)
     assert not verifier.verify(pk.vk, res.public[:-1], res.proof)
 
 
-def test_off_curve_point_rejected_at_decode():
+@on_curves
+def test_off_curve_point_rejected_at_decode(C):
     with pytest.raises(pts.PointError, match="not on the G1 curve"):
-        pts.g1_from_ints(1, 1)
-    g2 = pts.g2_to_ints(G2Point())
+        pts.from_ints(C, 1, (1, 1))
+    g2 = pts.to_ints(C, C.lib.G2Point())
     with pytest.raises(pts.PointError):
-        pts.g2_from_ints(g2[0], g2[1], g2[2], (g2[3] + 1) % Q)
+        pts.from_ints(C, 2, (g2[0], g2[1], g2[2], (g2[3] + 1) % C.q))
 
 
 def test_porep_shape_statistics():
     """The PoRep-shaped generator matches the Filecoin partition's statistics it claims."""
-    from cuzk.field import fr as _fr
-
+    fr = BLS.fr
     c = synthetic.make("porep", 20000, seed=5)
     p = c.pce
     m = p.n_constraints
     assert (p.A.nnz / m, p.B.nnz / m) == (2.35, 1.0) and abs(p.C.nnz / m - 2.05) < 1e-9
     assert 0.20 <= p.B.column_density().mean() <= 0.30
     assert p.A.column_density().mean() >= 0.7
-    vals = _fr.to_ints(c.witness[p.n_public + 1 :])
+    vals = fr.to_ints(c.witness[p.n_public + 1 :])
     assert 0.72 <= sum(v in (0, 1) for v in vals) / len(vals) <= 0.85
     assert p.unsatisfied(c.witness).size == 0
     d = synthetic.make("dense", 2000, seed=5)
     assert d.pce.unsatisfied(d.witness).size == 0
-    dv = _fr.to_ints(d.witness[d.pce.n_public + 1 :])
+    dv = fr.to_ints(d.witness[d.pce.n_public + 1 :])
     assert sum(v in (0, 1) for v in dv) <= 2  # random full-size values, not bits
 
 
-def test_synthetic_circuits_prove(tmp_path):
-    for shape in ("chain", "hash", "porep", "dense"):
-        c = synthetic.make(shape, synthetic.fit_domain(shape, 9 if shape in ("porep", "dense") else 7))
-        assert c.pce.unsatisfied(c.witness).size == 0
-        pk = setup.setup(c.pce, quiet=True)
-        assert pk.domain_log == (9 if shape in ("porep", "dense") else 7)
-        res = prover.prove(pk, c.witness)
-        assert verifier.verify(pk.vk, res.public, res.proof)
+@on_curves
+@pytest.mark.parametrize("shape", ["chain", "hash", "porep", "dense"])
+def test_synthetic_circuits_prove(C, shape):
+    log_n = 9 if shape in ("porep", "dense") else 7
+    c = synthetic.make(shape, synthetic.fit_domain(shape, log_n), curve=C)
+    assert c.pce.field == C.fr
+    assert c.pce.unsatisfied(c.witness).size == 0
+    pk = setup.setup(c.pce, quiet=True)
+    assert pk.curve == C
+    assert pk.domain_log == log_n
+    res = prover.prove(pk, c.witness, CPU)
+    assert verifier.verify(pk.vk, res.public, res.proof)
 
 
-def test_corrupted_srs_point_fails_self_check(circuit):
+@pytest.mark.parametrize("curve,style", KEYED, ids=lambda v: getattr(v, "name", v))
+def test_corrupted_srs_point_fails_self_check(curve, style, dev_circuit):
     """Fault injection: one SRS point replaced by another valid point -> the self-check refuses the proof."""
-    from cuzk.curve import points as pts_
-
-    rc, w = circuit
-    for style in ("snarkjs", "bellperson"):
-        pk = setup.setup(rc.pce, style=style, quiet=True)
-        for vec in ("a", "l", "h"):
-            raw = bytearray(pk.raw[vec])
-            raw[96 * 3 : 96 * 4] = pts_.g1_to_lem([G1Point()])  # a valid point, but the wrong one
-            bad = pk.__class__(**{**pk.__dict__, "raw": {**pk.raw, vec: bytes(raw)}, "_objs": {}})
-            with pytest.raises(prover.ProofCheckError, match="self-check failed"):
-                prover.prove(bad, w)
+    dev = dev_circuit(curve)
+    pk = dev.pk if style == "snarkjs" else dev.bellperson()
+    size = curve.g1_bytes
+    for vec in ("a", "l", "h"):
+        raw = bytearray(pk.raw[vec])
+        raw[size * 3 : size * 4] = pts.to_lem(curve, 1, [curve.lib.G1Point()])  # a valid point, but the wrong one
+        bad = dataclasses.replace(pk, raw={**pk.raw, vec: bytes(raw)}, _objs={})
+        with pytest.raises(prover.ProofCheckError, match="self-check failed"):
+            prover.prove(bad, dev.witness, CPU)
 
 
 def test_timing_lines_on_stderr(tmp_path):
+    import os
     import subprocess
     import sys
 
-    ex = FIX / "example"
-    env = {**__import__("os").environ, "CUZK_TIMING": "1"}
+    ex = fixture_dir(BLS)
+    env = {**os.environ, "CUZK_TIMING": "1"}
     out = subprocess.run(
         [
             sys.executable,
