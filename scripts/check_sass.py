@@ -5,8 +5,9 @@ ptxas may address a callee's by-reference operand, when it lives in the caller's
 uniform register that holds a copy of the stack pointer, read by the callee on entry. Uniform registers
 are per warp. When a warp diverges and one part runs another out-of-line function that uses the same
 uniform register as scratch, the other part's callee then reads through a garbage pointer: an
-out-of-bounds __local__ access (seen as cudaErrorIllegalAddress in combine_pieces with CUZK_FQ_CALL=1
-before its operands were made by-value, NOTES.md 2026-12-03).
+out-of-bounds __local__ access (seen as cudaErrorIllegalAddress in combine_pieces in an out-of-line-
+multiply build before its operands were made by-value, NOTES.md 2026-12-03; the rule is OUTLINE_ARG in
+cuzk/backends/gpu/kernels/mont.cuh).
 
 For every kernel this reports each out-of-line function that reads a uniform register before writing
 it (its live-in uniform registers, in program order, an approximation that ignores branches) where
@@ -62,23 +63,25 @@ def hazards(sass: str) -> list[str]:
                     writers[dest].add(f)
             live_in[f] = read_first
 
-        def callers_of(f: str) -> set[str]:
-            out, todo = set(), [f]
-            while todo:
-                g = todo.pop()
-                for h, callees in calls.items():
-                    if g in callees and h not in out:
-                        out.add(h)
-                        todo.append(h)
-            return out
-
         for f, regs in live_in.items():
-            exempt = {f} | callers_of(f)
+            exempt = {f} | callers_of(f, calls)
             for r in sorted(regs):
                 others = writers[r] - exempt
                 if others:
                     found.append(f"{kernel}: {f} reads {r} on entry; also written by {', '.join(sorted(others))}")
     return found
+
+
+def callers_of(f: str, calls: dict[str, set[str]]) -> set[str]:
+    """Every function that calls f, directly or through others (calls: function -> its callees)."""
+    out, todo = set(), [f]
+    while todo:
+        g = todo.pop()
+        for h, callees in calls.items():
+            if g in callees and h not in out:
+                out.add(h)
+                todo.append(h)
+    return out
 
 
 def disassemble(path: Path, nvdisasm: str) -> str:

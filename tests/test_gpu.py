@@ -1,17 +1,20 @@
 """GPU kernels against the CPU path, bit for bit, on fresh random inputs (marker `gpu`).
 
-Skipped where CuPy sees no GPU. Run on the device with `bash bench/device_run.sh` (see README).
+Skipped where CuPy sees no GPU. Run on the device with `bash cuzk/bench/device_run.sh` (see README).
+Switches are set through the GPU configuration object (cuzk/backends/gpu/config.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cuzk import gpu
+from cuzk.backends import gpu
+from cuzk.backends.gpu import config
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu.available(), reason="no CUDA GPU visible to CuPy")]
 
@@ -19,21 +22,32 @@ if gpu.available():
     import cupy
     from py_arkworks_bls12381 import G1Point, G2Point
 
+    import cuzk.bench.kernels  # noqa: F401  (the bench-only "probe" module: test bases)
+    from cuzk.backends.gpu import msm as gmsm
+    from cuzk.backends.gpu import ntt as gntt
+    from cuzk.backends.gpu.runtime import GpuOutOfMemory
     from cuzk.curve import msm as cmsm
     from cuzk.curve import points as pts
     from cuzk.field import fr
     from cuzk.field.constants import R
     from cuzk.field.ntt import domain as cpu_domain
-    from cuzk.backends.gpu import msm as gmsm
-    from cuzk.backends.gpu import ntt as gntt
-    from cuzk.backends.gpu.runtime import GpuOutOfMemory
 
 FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 
 
+def switches(monkeypatch, **fields):
+    """The process-wide GpuConfig with ``fields`` changed until the end of the test. The variables are
+    set too, for the switches backend.py still reads from the environment itself (CUZK_PINNED,
+    CUZK_NTT_BATCH) until it reads config.current()."""
+    monkeypatch.setattr(config, "_current", dataclasses.replace(config.current(), **fields))
+    for name, value in fields.items():
+        var = config.ENV[name]
+        monkeypatch.setenv(var, config.GpuConfig(**{name: value}).env_value(var))
+
+
 @pytest.fixture(autouse=True)
 def poison(monkeypatch):
-    monkeypatch.setenv("CUZK_GPU_POISON", "1")
+    switches(monkeypatch, poison=True)
 
 
 def rand_fr(n: int) -> np.ndarray:
@@ -44,31 +58,30 @@ def rand_fr(n: int) -> np.ndarray:
 # NTT
 
 
-NTT_PLANS = ["auto", "greedy", "balanced"]  # CUZK_NTT_PLAN
+NTT_PLANS = ["auto", "greedy", "balanced"]  # GpuConfig.ntt_plan
 
 # every size up to 2^20 in every form; 2^23 (four passes, where the plans differ most) in radix 4
 NTT_CASES = [
     (log_n, gen, radix, plan)
     for log_n in (1, 2, 3, 5, 8, 10, 11, 12, 13, 15, 16, 17, 18, 20)
     for gen in (5, 7)
-    for radix in ("2", "4")
+    for radix in (2, 4)
     for plan in NTT_PLANS
 ]
-NTT_CASES += [(23, 5, "4", plan) for plan in ("greedy", "balanced")]
+NTT_CASES += [(23, 5, 4, plan) for plan in ("greedy", "balanced")]
 
 
 @pytest.mark.parametrize("log_n,gen,radix,plan", NTT_CASES)
 def test_ntt_matches_cpu(log_n, gen, radix, plan, monkeypatch):
-    monkeypatch.setenv("CUZK_NTT_RADIX", radix)
-    monkeypatch.setenv("CUZK_NTT_PLAN", plan)
+    switches(monkeypatch, ntt_radix=radix, ntt_plan=plan)
     n = 1 << log_n
     x = rand_fr(n)
     cd = cpu_domain(log_n, gen)
     gd = gntt.domain(log_n, gen)
     shift = 1 + secrets.randbelow(R - 1)
     cases = [
-        ("ntt", lambda v: cd.ntt(v), lambda d: gd.ntt(d)),
-        ("intt", lambda v: cd.intt(v), lambda d: gd.intt(d)),
+        ("ntt", cd.ntt, gd.ntt),
+        ("intt", cd.intt, gd.intt),
         ("coset_ntt", lambda v: cd.coset_ntt(v, shift), lambda d: gd.coset_ntt(d, shift)),
         ("coset_intt", lambda v: cd.coset_intt(v, shift), lambda d: gd.coset_intt(d, shift)),
         ("evals_to_coset", lambda v: cd.coset_ntt(cd.intt(v), shift), lambda d: gd.evals_to_coset(d, shift)),
@@ -88,7 +101,7 @@ def test_ntt_matches_cpu(log_n, gen, radix, plan, monkeypatch):
 def test_ntt_plans_cover_every_bit_once(log_n, monkeypatch):
     plans = {}
     for plan in NTT_PLANS:
-        monkeypatch.setenv("CUZK_NTT_PLAN", plan)
+        switches(monkeypatch, ntt_plan=plan)
         for dit in (True, False):
             passes = plans[plan, dit] = gntt.plan_passes(log_n, dit)
             bits = sorted(b for lo, s, u in passes for b in range(lo, lo + s))
@@ -103,11 +116,10 @@ def test_ntt_plans_cover_every_bit_once(log_n, monkeypatch):
 
 
 @pytest.mark.parametrize("plan", NTT_PLANS)
-@pytest.mark.parametrize("radix", ["2", "4"])
+@pytest.mark.parametrize("radix", [2, 4])
 @pytest.mark.parametrize("log_n", [1, 4, 11, 16, 17])
 def test_batched_ntt_equals_one_by_one(log_n, radix, plan, monkeypatch):
-    monkeypatch.setenv("CUZK_NTT_RADIX", radix)
-    monkeypatch.setenv("CUZK_NTT_PLAN", plan)
+    switches(monkeypatch, ntt_radix=radix, ntt_plan=plan)
     n = 1 << log_n
     xs = np.stack([rand_fr(n) for _ in range(3)])
     shift = 1 + secrets.randbelow(R - 1)
@@ -124,9 +136,9 @@ def test_batched_ntt_equals_one_by_one(log_n, radix, plan, monkeypatch):
         assert np.array_equal(cupy.asnumpy(batch), np.stack(one)), op
 
 
-@pytest.mark.parametrize("radix", ["2", "4"])
+@pytest.mark.parametrize("radix", [2, 4])
 def test_ntt_round_trip_large(radix, monkeypatch):
-    monkeypatch.setenv("CUZK_NTT_RADIX", radix)
+    switches(monkeypatch, ntt_radix=radix)
     log_n = 22
     x = cupy.asarray(np.tile(rand_fr(1 << 12), (1 << 10, 1)))
     ref = x.copy()
@@ -193,7 +205,7 @@ def _device_bases(group: int, n: int, infinity_every: int = 0):
     out = cupy.empty((n, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
     from cuzk.backends.gpu.runtime import grid_for, launch
 
-    launch("msm", f"g{group}_add_tables", grid_for(n, 128), 128, (dP, np.uint32(m), dQ, np.uint32(n), out), "test bases")
+    launch("probe", f"g{group}_add_tables", grid_for(n, 128), 128, (dP, np.uint32(m), dQ, np.uint32(n), out), "test bases")
     if infinity_every:
         out[::infinity_every] = 0
     raw = cupy.asnumpy(out).tobytes()
@@ -247,8 +259,9 @@ def test_msm_g2_matches_cpu(n, kind):
 def test_msm_g2_prover_sized_matches_cpu(kind):
     """A G2 MSM as large as the prover's B_G2 of a 2^16 circuit (72773 points, window 12: many crowded
     buckets, so the tree that combines a bucket's pieces runs several rounds). The lazily reduced Fq2
-    multiply faulted in that MSM inside the prover (g2_combine_pieces); on these random bases it does
-    not (device run 2026-12-03), so this covers the shape, not that fault: the prover tests do."""
+    multiply (an experiment, since deleted) faulted in that MSM inside the prover (g2_combine_pieces);
+    on these random bases it did not (device run 2026-12-03), so this covers the shape, not that fault:
+    the prover tests do."""
     n = 72773
     bases, host = _device_bases(2, n, infinity_every=17)
     s = _scalars(kind, n)
@@ -265,24 +278,7 @@ def test_msm_window_override(window):
     assert gmsm.msm(1, bases, cupy.asarray(s), window=window, ones=False) == want
 
 
-def _affine_test_env(mode: str, monkeypatch) -> None:
-    """Batch-affine settings for a test mode "affine[-K<k>][-R<rounds>][-groups]": rounds run on small
-    inputs too (no minimum), K additions per thread, one window per group (the multi-group path)."""
-    if not mode.startswith("affine"):
-        return
-    monkeypatch.setenv("CUZK_MSM_AFFINE_MIN", "0")
-    for part in mode.split("-")[1:]:
-        if part.startswith("K"):
-            monkeypatch.setenv("CUZK_MSM_AFFINE_K", part[1:])
-        elif part.startswith("R"):
-            monkeypatch.setenv("CUZK_MSM_AFFINE_ROUNDS", part[1:])
-        elif part == "groups":
-            monkeypatch.setenv("CUZK_MSM_AFFINE_GROUP_BYTES", "1")
-
-
-@pytest.mark.parametrize(
-    "mode", ["even", "even-unfused", "even-S5", "even-S64", "items", "affine", "affine-K1", "affine-K5-groups", "affine-R1"]
-)
+@pytest.mark.parametrize("mode", ["even", "even-S5", "even-S64", "items"])
 @pytest.mark.parametrize(
     "group,n,window,kind",
     [
@@ -297,19 +293,16 @@ def _affine_test_env(mode: str, monkeypatch) -> None:
     ],
 )
 def test_msm_accumulation_modes_match_cpu(mode, group, n, window, kind, monkeypatch):
-    """Both bucket accumulations (even: with the bucket sums fused into the reduction or not); small
-    windows make every bucket span many threads of the even mode."""
-    monkeypatch.setenv("CUZK_MSM_ACC", mode.split("-")[0])
-    monkeypatch.setenv("CUZK_MSM_FUSED_SEGMENTS", "0" if mode.endswith("unfused") else "1")
+    """Both bucket accumulations; small windows make every bucket span many threads of the even mode."""
+    switches(monkeypatch, msm_acc=mode.split("-")[0])
     if "-S" in mode:  # entries per thread forced: the production 64 and an odd value, on small inputs
-        monkeypatch.setenv("CUZK_MSM_EVEN_S", mode.split("-S")[1])
-    _affine_test_env(mode, monkeypatch)
+        switches(monkeypatch, msm_even_s=int(mode.split("-S")[1]))
     bases, host = _device_bases(group, n, infinity_every=11 if n > 10 else 0)
     s = _scalars(kind, n)
     assert gmsm.msm(group, bases, cupy.asarray(s), window=window) == _cpu_msm(group, host, s), (mode, group, n, window)
 
 
-@pytest.mark.parametrize("mode", ["compact", "compact-S64", "masked", "compact-affine", "compact-affine-K3"])
+@pytest.mark.parametrize("mode", ["compact", "compact-S64", "masked"])
 @pytest.mark.parametrize(
     "group,n,kind",
     [
@@ -324,12 +317,9 @@ def test_msm_accumulation_modes_match_cpu(mode, group, n, window, kind, monkeypa
 )
 def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
     """Both sums of the bases whose scalar is one (compacted indices or a masked grid-stride loop)."""
-    monkeypatch.setenv("CUZK_MSM_ONES", mode.split("-")[0])
+    switches(monkeypatch, msm_ones=mode.split("-")[0])
     if mode.endswith("S64"):
-        monkeypatch.setenv("CUZK_MSM_EVEN_S", "64")
-    if "affine" in mode:
-        monkeypatch.setenv("CUZK_MSM_ACC", "affine")
-        _affine_test_env(mode[mode.index("affine") :], monkeypatch)
+        switches(monkeypatch, msm_even_s=64)
     bases, host = _device_bases(group, n, infinity_every=9 if n > 10 else 0)
     s = _scalars(kind, n)
     st = gmsm.MsmStats(n, 0, 0)
@@ -337,31 +327,25 @@ def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
     assert st.ones == int(np.sum(np.all(s == fr.one_mont(), axis=1))), "MsmStats.ones counts the one-scalars"
 
 
-@pytest.mark.parametrize("defines", ["CUZK_SQR_SOS=0", "CUZK_MUL_EO=1", "CUZK_ACC_ILP=2,CUZK_ACC_MINB=2"])
+@pytest.mark.parametrize("caps", [{"acc_minb": 4, "acc2_minb": 3}])
 @pytest.mark.parametrize("group,n,kind", [(1, 5000, "random"), (1, 3001, "bits"), (2, 700, "random"), (2, 300, "bits")])
-def test_kernel_variants_match_cpu(defines, group, n, kind, monkeypatch):
-    """The msm module built without the default's dedicated Montgomery square (CUZK_SQR_SOS=0: the CIOS
-    square in every G1 doubling and mixed addition), with the form-A
-    multiply (CUZK_MUL_EO=1: everything) or two accumulation ranges per thread (CUZK_ACC_ILP=2: the
-    bucket and the compacted 0/1 accumulation; S = 4 at these sizes, so ranges cross many bucket
-    boundaries) gives the CPU path's results."""
-    from cuzk.backends.gpu import runtime
-
-    bases, host = _device_bases(group, n, infinity_every=13)  # made by the default module
+def test_register_cap_builds_match_cpu(caps, group, n, kind, monkeypatch):
+    """The msm module built with other launch-bound register caps (the measured alternative of run s5-3;
+    a separate build: precompile it with `--variant CUZK_ACC_MINB=4,CUZK_ACC2_MINB=3`, or it compiles on
+    the device) gives the CPU path's results, through both the even and the 0/1 accumulation."""
+    bases, host = _device_bases(group, n, infinity_every=13)
     s = _scalars(kind, n)
-    monkeypatch.setitem(runtime.VARIANTS, "msm", tuple(tuple(kv.split("=")) for kv in defines.split(",")))
-    if "CUZK_ACC_ILP" in defines:
-        monkeypatch.setenv("CUZK_MSM_ONES", "compact")  # the 0/1 sum through the even accumulation too
+    switches(monkeypatch, **caps)
+    assert config.current().defines("msm")  # really another build
     assert gmsm.msm(group, bases, cupy.asarray(s)) == _cpu_msm(group, host, s), (group, n, kind)
 
 
 @pytest.mark.parametrize("group", [1, 2])
-@pytest.mark.parametrize("mode", ["affine", "affine-K1", "even"])
+@pytest.mark.parametrize("mode", ["even", "items"])
 def test_msm_equal_and_opposite_points_in_one_bucket(group, mode, monkeypatch):
-    """Every scalar equal, so each bucket holds the same bases: pairs of one point with itself (a doubling
-    in the batch-affine round), with its negation (infinity), with infinity, and of infinities."""
-    monkeypatch.setenv("CUZK_MSM_ACC", mode.split("-")[0])
-    _affine_test_env(mode, monkeypatch)
+    """Every scalar equal, so each bucket holds the same bases: additions of one point to itself (a
+    doubling), to its negation (infinity), to infinity, and of infinities."""
+    switches(monkeypatch, msm_acc=mode)
     base, host = _device_bases(group, 6)
     host = list(host)
     neg = [-p for p in host]
@@ -376,14 +360,6 @@ def test_msm_equal_and_opposite_points_in_one_bucket(group, mode, monkeypatch):
     s = np.tile(rand_fr(1), (len(seq), 1))
     got = gmsm.msm(group, bases, cupy.asarray(s), window=8)
     assert got == _cpu_msm(group, seq, s), (group, mode)
-
-
-@pytest.mark.parametrize("var", ["CUZK_MSM_ACC", "CUZK_MSM_ONES"])
-def test_msm_mode_switches_reject_unknown(var, monkeypatch):
-    monkeypatch.setenv(var, "fast")
-    bases, _ = _device_bases(1, 10)
-    with pytest.raises(ValueError, match=var):
-        gmsm.msm(1, bases, cupy.asarray(rand_fr(10)))  # random: the bucket path and the ones check both run
 
 
 def test_msm_large_with_repeated_bases():
@@ -444,7 +420,7 @@ def test_gpu_prover_equals_cpu(style, b_g2, monkeypatch):
     from cuzk.groth16 import prover, setup, verifier, zkey
     from cuzk.r1cs import r1cs, wtns
 
-    monkeypatch.setenv("CUZK_B_G2", b_g2)
+    switches(monkeypatch, b_g2=b_g2)
     prover._BACKENDS.pop("gpu", None)
     rc = r1cs.read_r1cs(FIX / "example" / "circuit.r1cs")
     w = wtns.read_wtns(FIX / "example" / "witness.wtns")
@@ -475,9 +451,9 @@ def test_pinned_switch_gives_same_upload(monkeypatch):
     from cuzk.backends.gpu.backend import upload_fr
 
     v = rand_fr(12345)
-    monkeypatch.setenv("CUZK_PINNED", "1")
+    switches(monkeypatch, pinned=True)
     a = cupy.asnumpy(upload_fr(v))
-    monkeypatch.setenv("CUZK_PINNED", "0")
+    switches(monkeypatch, pinned=False)
     b = cupy.asnumpy(upload_fr(v))
     assert np.array_equal(a, v) and np.array_equal(b, v)
 
@@ -486,7 +462,7 @@ def test_pinned_switch_gives_same_upload(monkeypatch):
 def test_pinned_witness_uploads_by_dma_and_staging_copies_agree(copy, monkeypatch):
     from cuzk.backends.gpu.backend import is_pinned, to_pinned, upload_fr
 
-    monkeypatch.setenv("CUZK_UPLOAD_COPY", copy)
+    switches(monkeypatch, upload_copy=copy)
     v = rand_fr(70001)
     pv = to_pinned(v)
     assert is_pinned(pv) and not is_pinned(v)

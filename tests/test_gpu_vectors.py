@@ -1,8 +1,8 @@
-"""Proofs made by the GPU backend on the H200 (bench/make_gpu_vectors.py, committed under
+"""Proofs made by the GPU backend on the H200 (cuzk/bench/make_gpu_vectors.py, committed under
 tests/vectors/gpu) checked where there is no GPU: by snarkjs's own verifier and by ours.
 
 These run on CI. A fixture without a vector fails the test (regenerate with
-`bash bench/device_run.sh vectors` and copy the files in).
+`bash cuzk/bench/device_run.sh vectors` and copy the files in).
 """
 
 from __future__ import annotations

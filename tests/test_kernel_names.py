@@ -2,7 +2,8 @@
 
 A kernel lost in an edit of a .cu file still compiles (nothing calls it inside the module); it only
 fails when CuPy looks the symbol up on the device ("named symbol not found"), which once cost a device
-session. This reads the launch sites in cuzk/ and bench/ and the kernel definitions in the .cu files,
+session. This reads the launch sites in cuzk/ (production wrappers and cuzk/bench) and in the GPU tests,
+and the kernel definitions in each module's full source (its .cu file with the headers it includes),
 here, without NVRTC or a GPU.
 """
 
@@ -12,8 +13,11 @@ import functools
 import re
 from pathlib import Path
 
+import cuzk.bench.kernels
+from cuzk.backends.gpu import build
+
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "cuzk" / "backends" / "gpu" / "kernels"
+MODULES = build.MODULES + cuzk.bench.kernels.MODULES
 
 # launch("module", "name" | f"g{group}_name" | f"{x}_name", ...)
 LAUNCH = re.compile(r'launch\(\s*"(\w+)",\s*(f?)"([\w{}]+)"')
@@ -27,7 +31,7 @@ NTT_CHOICE = re.compile(r'\("(ntt_\w+)",')
 
 @functools.cache
 def _source(module: str) -> str:
-    return (KERNELS / f"{module}.cu").read_text()
+    return build.full_source(module)
 
 
 def _defined(module: str, name: str) -> bool:
@@ -43,7 +47,7 @@ def _defined(module: str, name: str) -> bool:
 
 
 def _launch_sites():
-    for path in sorted([*(ROOT / "cuzk").rglob("*.py"), *(ROOT / "bench").glob("*.py")]):
+    for path in sorted([*(ROOT / "cuzk").rglob("*.py"), ROOT / "tests" / "test_gpu.py"]):
         text = path.read_text()
         for module, is_f, name in LAUNCH.findall(text):
             if not is_f:
@@ -63,7 +67,8 @@ def _launch_sites():
 def test_launch_sites_are_found():
     sites = list(_launch_sites())
     modules = {m for _, m, _ in sites}
-    assert {"msm", "ntt", "fr_ops", "setup"} <= modules, modules
+    assert set(MODULES) <= modules, modules
+    assert modules <= set(MODULES), f"a launch names an unknown module: {modules - set(MODULES)}"
     assert len(sites) > 30, len(sites)
 
 
@@ -75,3 +80,11 @@ def test_every_launched_kernel_is_defined():
 def test_a_missing_kernel_is_noticed():
     assert _defined("ntt", "fr_bit_reverse") and not _defined("ntt", "fr_bit_reversal")
     assert _defined("msm", "g2_accumulate_even") and not _defined("msm", "g2_accumulate_odd")
+    assert _defined("probe", "g1_add_tables") and not _defined("msm", "g1_add_tables")  # bench-only
+
+
+def test_probe_kernels_are_defined():
+    """The probes are launched by names built in a loop (f"fq_{name}"), which the regexes above skip."""
+    for name in ("fq_mul_probe", "fr_mul_probe", "fq_mul_chains_1", "fq_mul_chains_2", "fq_mul_chains_4"):
+        assert _defined("probe", name), name
+    assert _defined("probe", "fq_mul_chains_8") and _defined("probe", "fq_sqr_chains_4")

@@ -10,9 +10,9 @@ Three measurements, each against a real daemon serving gRPC on a unix socket in 
 3. SRS tiers: first-proof latency after EvictSRS to COLD (parse the zkey, write the WARM file, build the
    HOT objects), to WARM (mmap the WARM file, build objects) and with the SRS HOT.
 
-    .venv/bin/python bench/daemon_bench.py                # full run (~4 min on 2 cores)
-    .venv/bin/python bench/daemon_bench.py --quick        # small sizes, a smoke test
-    .venv/bin/python bench/daemon_bench.py --json out.json
+    .venv/bin/python -m cuzk.bench.daemon_bench                # full run (~4 min on 2 cores)
+    .venv/bin/python -m cuzk.bench.daemon_bench --quick        # small sizes, a smoke test
+    .venv/bin/python -m cuzk.bench.daemon_bench --json out.json
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars from the dev setup
 
 from cuzk.engine.config import load_config

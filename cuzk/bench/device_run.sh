@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One device session: install the carried wheels, build the kernels, run the GPU tests, benchmark.
 # Usage (through the device tool, carry [".whl", ".cache/cuda"]):
-#   bash bench/device_run.sh MODES [extra args for bench/gpu_kernels.py or bench/gpu_prove.py]
+#   bash cuzk/bench/device_run.sh MODES [extra args for cuzk.bench.gpu_kernels or cuzk.bench.gpu_prove]
 # MODES: a comma-separated list of tests, vectors, bench, prove, or "all" (= tests,bench)
 # Kernels come from the carried cache (scripts/precompile_kernels.py builds it without a GPU); a missing
-# variant is compiled here, at the cost of device time.
+# build (e.g. one a CUZK_* switch in the environment asks for) is compiled here, at the cost of device time.
+# Run from the repository root.
 set -uo pipefail
 MODE=${1:-all}; shift || true
 [ "$MODE" = all ] && MODE=tests,bench
@@ -23,9 +24,10 @@ t0=$(date +%s)
 ls "$CUZK_CACHE_DIR"/cuda > /tmp/cubins_before
 python3 - <<'PY' 2>&1 | tee "$OUT/build.txt"
 import time
-from cuzk.backends.gpu import build, runtime
-for m in build.MODULES:
-    t = time.time(); build.load_module(m, runtime.VARIANTS.get(m, ())); print(f"module {m}: {time.time() - t:.1f} s")
+import cuzk.bench.kernels
+from cuzk.backends.gpu import build, config
+for m in build.MODULES + cuzk.bench.kernels.MODULES:
+    t = time.time(); build.load_module(m, config.current().defines(m)); print(f"module {m}: {time.time() - t:.1f} s")
 PY
 # bring back only cubins compiled here (the carried ones are already at home)
 mkdir -p "$OUT/cubins"
@@ -35,11 +37,11 @@ if has tests; then
   timeout 900 python3 -m pytest -q -m gpu tests/test_gpu.py -k "${TESTS_K:-}" -p no:cacheprovider --timeout=400 2>&1 | tee "$OUT/tests.txt" | tail -40
 fi
 if has bench; then
-  python3 bench/gpu_kernels.py --json "$OUT/gpu_kernels.json" "$@" 2>&1 | tee "$OUT/bench.txt"
+  python3 -m cuzk.bench.gpu_kernels --json "$OUT/gpu_kernels.json" "$@" 2>&1 | tee "$OUT/bench.txt"
 fi
 if has vectors; then
-  python3 bench/make_gpu_vectors.py /tmp/vectors 2>&1 | tee "$OUT/vectors.txt" && tar -C /tmp -czf "$OUT/vectors.tgz" vectors
+  python3 -m cuzk.bench.make_gpu_vectors /tmp/vectors 2>&1 | tee "$OUT/vectors.txt" && tar -C /tmp -czf "$OUT/vectors.tgz" vectors
 fi
 if has prove; then
-  python3 bench/gpu_prove.py --json "$OUT/gpu_prove.json" "$@" 2>&1 | tee "$OUT/prove.txt"
+  python3 -m cuzk.bench.gpu_prove --json "$OUT/gpu_prove.json" "$@" 2>&1 | tee "$OUT/prove.txt"
 fi

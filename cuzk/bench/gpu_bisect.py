@@ -1,13 +1,13 @@
-#!/usr/bin/env python3
 """Find which switch breaks a GPU prove: each configuration in a fresh process (a CUDA fault is sticky:
 it poisons the context for everything after it), CUDA_LAUNCH_BLOCKING=1 so the failing launch is the
 one named, one small synthetic prove per configuration, pass/fail and the first error line printed.
 
-    python bench/gpu_bisect.py --case dense:12 --config "default:" "ones_masked:CUZK_MSM_ONES=masked" \
-        "old_kernels:CUZK_KERNEL_DEFINES=CUZK_SQR_SOS=0;CUZK_FQ2_LAZY=0"
+    python -m cuzk.bench.gpu_bisect --case dense:12 --config "default:" "ones_masked:CUZK_MSM_ONES=masked" \
+        "caps:CUZK_KERNEL_DEFINES_MSM=CUZK_ACC_MINB=4;CUZK_ACC2_MINB=3"
 
-A configuration is NAME:VAR=VALUE,VAR=VALUE (inside a value, ";" stands for ","). Exit status 0 when
-every configuration proved and verified.
+A configuration is NAME:VAR=VALUE,VAR=VALUE: environment variables of the child, i.e. the GPU
+configuration's overrides (cuzk/backends/gpu/config.py; inside a value, ";" stands for ","). Exit status
+0 when every configuration proved and verified.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import cuzk
+
+ROOT = Path(cuzk.__file__).resolve().parents[1]  # the child imports this same cuzk
 
 CHILD = r"""
 import sys, time, traceback
@@ -27,9 +29,8 @@ sys.path.insert(0, {root!r})
 from cuzk.groth16 import prover, verifier
 from cuzk.backends.gpu import setup as gsetup
 from cuzk.backends.gpu.backend import GpuBackend, to_pinned
+from cuzk.bench.gpu_prove import parse_case
 from cuzk.r1cs import synthetic
-sys.path.insert(0, {bench!r})
-from gpu_prove import parse_case
 shape, n, label = parse_case({case!r})
 circ = synthetic.make(shape, n, seed=1)
 stage = "setup"
@@ -64,7 +65,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--log-dir", default="", help="write each configuration's whole stderr to NAME.stderr here")
     a = ap.parse_args()
-    code = CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), case=a.case)
+    code = CHILD.format(root=str(ROOT), case=a.case)
     failed = 0
     rows = []
     for spec in a.config:
@@ -72,7 +73,9 @@ def main() -> int:
         env = dict(os.environ, CUDA_LAUNCH_BLOCKING="1", CUZK_SYNC_LAUNCH="1", **extra)
         t = time.perf_counter()
         try:
-            p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=a.timeout)
+            p = subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=a.timeout, check=False
+            )
             out, err, rc = p.stdout.strip().splitlines(), p.stderr, p.returncode
         except subprocess.TimeoutExpired:
             out, err, rc = ["FAIL: timed out"], "", 124

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """GPU kernel benchmark: G1/G2 MSM and NTT on the device, CUDA-event timing.
 
 Data is generated on the device and stays there (distinct bases P[i % 64] + Q[i / 64]); each figure is
@@ -6,15 +5,19 @@ the median of --reps timed runs after one warm-up, with the min-max spread and t
 floor of the performance anchors (G1 MSM 2^26: 0.25 s; NTT 2^26: ~15 ms; floors scale linearly in n).
 A CPU (arkworks, all cores) MSM at 2^16 and 2^18 gives the GPU/CPU ratio.
 
-    python bench/gpu_kernels.py --g1 16 26 --g1-bits 24 26 --g2 16 24 --ntt 16 27 --reps 5 --json out.json
+    python -m cuzk.bench.gpu_kernels --g1 16 26 --g1-bits 24 26 --g2 16 24 --ntt 16 27 --reps 5 --json out.json
 
-Side by side in the same process: --variants (msm/ntt/probe #defines or host switches, compared first),
-and for every NTT size the other radix, both pass plans (CUZK_NTT_PLAN) and each --ntt-variant build.
+Side by side in the same process: --variants (kernel #defines or host switches, compared first), and
+for every NTT size the other radix, both pass plans (GpuConfig.ntt_plan) and each --ntt-variant build.
+Switches are changed through the GPU configuration object (cuzk/backends/gpu/config.py), never by
+setting environment variables mid-run; the environment still sets the starting configuration.
 """
 
+# ruff: noqa: B023  (every lambda over a loop variable is timed at once, inside its iteration)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import secrets
@@ -27,16 +30,15 @@ from pathlib import Path
 import cupy
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from cuzk.curve import msm as cmsm  # noqa: E402
-from cuzk.curve import points as pts  # noqa: E402
-from cuzk.field import fr  # noqa: E402
-from cuzk.field.constants import R  # noqa: E402
-from cuzk.backends.gpu import msm as gmsm  # noqa: E402
-from cuzk.backends.gpu import ntt as gntt  # noqa: E402
-from cuzk.backends.gpu.runtime import grid_for, launch  # noqa: E402
+from ..backends.gpu import config
+from ..backends.gpu import msm as gmsm
+from ..backends.gpu import ntt as gntt
+from ..backends.gpu.runtime import grid_for, launch
+from ..curve import msm as cmsm
+from ..curve import points as pts
+from ..field import fr
+from ..field.constants import R
+from . import kernels  # noqa: F401  (registers the bench-only "probe" module)
 
 FLOOR_G1_2_26 = 0.25  # s, anchors section 4c (XYZZ, form A)
 FLOOR_NTT_2_26 = 0.015  # s, anchors section 2
@@ -44,18 +46,31 @@ FLOOR_G2_FACTOR = 2.8  # G2 madd ~2.8x a G1 madd
 
 
 @contextmanager
-def env(values: dict[str, str]):
-    """Host-side switches set for the duration of a measurement, then put back as they were."""
+def switches(values: dict[str, str]):
+    """Host-side switches, named by their environment variables ({"CUZK_MSM_ACC": "items"}), set in the
+    GPU configuration for the duration of a measurement, then put back as they were. They are set in the
+    environment too, for backend.py's switches that it still reads from there (CUZK_PINNED, CUZK_NTT_BATCH)."""
     saved = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:
-        yield
+        with config.using(config.GpuConfig.from_env(config.current(), values)):
+            yield
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+VARIANT_MODULES = ("msm", "ntt", "probe")  # the modules a --variants build changes
+
+
+def kernel_defines(defines: tuple[tuple[str, str], ...]) -> config.GpuConfig:
+    """The current configuration with ``defines`` for the msm, ntt and probe modules (a --variants build)."""
+    cfg = config.current()
+    per_module = {**dict(cfg.module_defines), **dict.fromkeys(VARIANT_MODULES, defines)}
+    return dataclasses.replace(cfg, module_defines=tuple(sorted(per_module.items())))
 
 
 def timed(fn, reps: int) -> list[float]:
@@ -88,7 +103,12 @@ def device_bases(group: int, n: int) -> cupy.ndarray:
         q = fresh(-(-size // m))
         out = cupy.empty((size, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
         launch(
-            "msm", f"g{group}_add_tables", grid_for(size, 128), 128, (table, np.uint32(m), q, np.uint32(size), out), "bench bases"
+            "probe",
+            f"g{group}_add_tables",
+            grid_for(size, 128),
+            128,
+            (table, np.uint32(m), q, np.uint32(size), out),
+            "bench bases",
         )
         table = out
     cupy.cuda.get_current_stream().synchronize()
@@ -124,13 +144,13 @@ def mul_probe(field: str) -> float:
         np.tile(fr.random(1).view(np.uint64)[0, :words] if words == 4 else np.arange(1, 7, dtype=np.uint64), (4 * threads, 1))
     )
     iters = 2000
-    xs = timed(lambda: launch("msm", f"{field}_mul_probe", 132 * 8, 256, (data, np.int32(iters)), "probe"), 3)
+    xs = timed(lambda: launch("probe", f"{field}_mul_probe", 132 * 8, 256, (data, np.int32(iters)), "probe"), 3)
     return threads * 4 * iters / statistics.median(xs)
 
 
 def chain_probe() -> dict[str, float]:
-    """Fq multiplies (and SOS-or-not squares) per second with K independent chains per thread, same grid
-    as mul_probe: a rate that grows with K means the multiply is latency-bound (probe.cu)."""
+    """Fq multiplies (and squares) per second with K independent chains per thread, same grid as
+    mul_probe: a rate that grows with K means the multiply is latency-bound (kernels/probe.cu)."""
     threads = 132 * 8 * 256
     iters = 1000
     out = {}
@@ -177,9 +197,10 @@ def main() -> int:
         "--variants",
         nargs="*",
         default=[],
-        help="kernel variants to compare first, NAME:DEF=V,DEF=V (#defines; env.VAR=V sets a host-side "
-        "switch such as env.CUZK_MSM_ACC=even; empty = default); the fastest G1+G2 variant at the "
-        "largest --variant-log is then used for the main run",
+        help="kernel variants to compare first, NAME:DEF=V,DEF=V (#defines for every module, e.g. the "
+        "register caps CUZK_ACC_MINB=4,CUZK_ACC2_MINB=3; env.VAR=V sets a host-side switch such as "
+        "env.CUZK_MSM_ACC=items; empty = default); the fastest G1+G2 variant at the largest "
+        "--variant-log is then used for the main run",
     )
     ap.add_argument(
         "--ntt-variant",
@@ -225,8 +246,6 @@ def main() -> int:
         del bases
         cupy.get_default_memory_pool().free_all_blocks()
 
-    from cuzk.backends.gpu import runtime
-
     if a.variants:
         best = None
         for vlog in a.variant_log:
@@ -241,8 +260,7 @@ def main() -> int:
                 kvs = [tuple(kv.split("=", 1)) for kv in defs.split(",") if kv]
                 defines = tuple(kv for kv in kvs if not kv[0].startswith("env."))
                 envs = {k[4:]: v for k, v in kvs if k.startswith("env.")}  # host-side switches
-                runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = runtime.VARIANTS["probe"] = defines
-                with env(envs):
+                with config.using(kernel_defines(defines)), switches(envs):
                     gmsm._Profile.totals.clear()
                     rate = mul_probe("fq")
                     chains = chain_probe()
@@ -295,7 +313,7 @@ def main() -> int:
                     best = (t_rand + t_g2, defines, name, envs)  # one module serves both groups
             vb = vs = vbits = vb2 = vs2 = None
             cupy.get_default_memory_pool().free_all_blocks()
-        runtime.VARIANTS["msm"] = runtime.VARIANTS["ntt"] = runtime.VARIANTS["probe"] = best[1]
+        config.configure(config.GpuConfig.from_env(kernel_defines(best[1]), best[3]))
         os.environ.update(best[3])
         print(f"using variant {best[2]}", flush=True)
         rows.append({"kind": "chosen variant", "name": best[2], "defines": best[1], "env": best[3]})
@@ -314,7 +332,7 @@ def main() -> int:
         print(f"G{g} MSM 2^14 equals arkworks: {ok}", flush=True)
         if not ok:
             return 1
-    os.environ["CUZK_MSM_PROFILE"] = "1"
+    config.configure(dataclasses.replace(config.current(), msm_profile=True))
     if a.g1[0] <= a.g1[1]:
         msm_rows(1, a.g1[0], a.g1[1], "random")
     if a.g1_bits[0] <= a.g1_bits[1]:
@@ -322,17 +340,15 @@ def main() -> int:
     if a.g2[0] <= a.g2[1]:
         msm_rows(2, a.g2[0], a.g2[1], "random")
     ntt_variants = {spec: tuple(tuple(kv.split("=", 1)) for kv in spec.split(",") if kv) for spec in a.ntt_variant}
-    ntt_default = runtime.VARIANTS.get("ntt", ())
 
     def ntt_timed(f, envs=None, variant=None):
         """Median-of-reps timing of f under host switches `envs` and, if given, the ntt kernel variant."""
+        cfg = config.current()
         if variant is not None:
-            runtime.VARIANTS["ntt"] = variant
-        try:
-            with env(envs or {}):
-                return timed(f, a.reps)
-        finally:
-            runtime.VARIANTS["ntt"] = ntt_default
+            per_module = {**dict(cfg.module_defines), "ntt": variant}
+            cfg = dataclasses.replace(cfg, module_defines=tuple(sorted(per_module.items())))
+        with config.using(cfg), switches(envs or {}):
+            return timed(f, a.reps)
 
     def side_by_side(kind, log_n, f, floor=None, plans=True):
         """kind's row, then the same under the other pass plans and under each --ntt-variant build."""
@@ -347,7 +363,7 @@ def main() -> int:
         x = device_scalars(1 << log_n, "random")
         floor = FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26
         side_by_side("NTT", log_n, lambda: d.ntt(x), floor)
-        other = "2" if os.environ.get("CUZK_NTT_RADIX", "4") == "4" else "4"  # the other butterfly form, side by side
+        other = "2" if config.current().ntt_radix == 4 else "4"  # the other butterfly form, side by side
         report(f"  same, radix {other}", log_n, ntt_timed(lambda: d.ntt(x), {"CUZK_NTT_RADIX": other}), floor)
         side_by_side("iNTT+coset NTT", log_n, lambda: d.evals_to_coset(x, 7))
         report("coset iNTT", log_n, ntt_timed(lambda: d.coset_intt(x, 7)))
@@ -359,13 +375,13 @@ def main() -> int:
         x = d = None
         gntt._domain_cached.cache_clear()
         cupy.get_default_memory_pool().free_all_blocks()
-    from cuzk.backends.gpu.backend import upload_fr
+    from ..backends.gpu.backend import upload_fr
 
     for log_n in a.upload:
         host = np.ascontiguousarray(np.tile(fr.random(1 << 12), (1 << (log_n - 12), 1)))
         for pinned, copy in (("1", "single"), ("1", "parallel"), ("0", "single")):
             xs = []
-            with env({"CUZK_PINNED": pinned, "CUZK_UPLOAD_COPY": copy}):
+            with switches({"CUZK_PINNED": pinned, "CUZK_UPLOAD_COPY": copy}):
                 for _ in range(a.reps + 1):
                     t = time.perf_counter()
                     d = upload_fr(host)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """End-to-end GPU Groth16 proving: synthetic circuits, GPU dev setup, per-phase breakdown.
 
 For each case (shape:log2 size): build the circuit and its witness (cuzk.r1cs.synthetic), make keys
@@ -6,7 +5,7 @@ with the GPU setup (bellperson style for porep shapes, snarkjs style for dense),
 then --reps times on the GPU backend; report the median total and phases (CUDA events), peak GPU
 memory and host RSS. The CPU backend on small cases gives the ratio. Every proof is verified.
 
-    python bench/gpu_prove.py --cases dense:20 dense:22 porep:24 --cpu-cases dense:16 --reps 3 [--b-g2 gpu cpu]
+    python -m cuzk.bench.gpu_prove --cases dense:20 dense:22 porep:24 --cpu-cases dense:16 --reps 3 [--b-g2 gpu cpu]
     (porep:130M proves a 130,278,860-constraint circuit: a PoRep partition, domain 2^27)
 """
 
@@ -22,13 +21,10 @@ from pathlib import Path
 
 import cupy
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from cuzk.backends.gpu import setup as gsetup  # noqa: E402
-from cuzk.groth16 import prover, verifier  # noqa: E402
-from cuzk.r1cs import synthetic  # noqa: E402
-from cuzk.timing import Timer  # noqa: E402
+from ..backends.gpu import setup as gsetup
+from ..groth16 import prover, verifier
+from ..r1cs import synthetic
+from ..timing import Timer
 
 
 def parse_case(spec: str) -> tuple[str, int, str]:
@@ -45,7 +41,7 @@ def parse_case(spec: str) -> tuple[str, int, str]:
 
 
 def _gpu_backend(b_g2: str):
-    from cuzk.backends.gpu.backend import GpuBackend
+    from ..backends.gpu.backend import GpuBackend
 
     be = GpuBackend()
     be.b_g2_on = b_g2
@@ -70,7 +66,7 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
     )
     t_setup = time.perf_counter() - t
     if backend == "cpu":
-        from cuzk.backends.gpu.backend import evict_device_key
+        from ..backends.gpu.backend import evict_device_key
 
         evict_device_key(pk, cupy.cuda.Device().id)
         pool.free_all_blocks()
@@ -80,7 +76,7 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
     # synthesis workers leave it with gpus.pinned_witness (the copy is made here, outside the timing)
     witnesses = {"pageable": circ.witness}
     if backend == "gpu" and "pinned" in witness_modes:
-        from cuzk.backends.gpu.backend import to_pinned
+        from ..backends.gpu.backend import to_pinned
 
         witnesses["pinned"] = to_pinned(circ.witness)
     if backend == "cpu":

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Make GPU-proved test vectors (run on the device): every committed circom fixture proved by the GPU
 backend, written as snarkjs proof.json / public.json plus the 192-byte proof, so that CI (which has no
 GPU) can check them with `snarkjs groth16 verify` and our verifier (tests/test_gpu_vectors.py).
 
-    python bench/make_gpu_vectors.py OUT_DIR      # then copy OUT_DIR/* to tests/vectors/gpu/
+    python -m cuzk.bench.make_gpu_vectors OUT_DIR      # then copy OUT_DIR/* to tests/vectors/gpu/
 """
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ..groth16 import formats, prover, verifier, zkey
+from ..r1cs import wtns
 
-from cuzk.groth16 import formats, prover, verifier, zkey  # noqa: E402
-from cuzk.r1cs import wtns  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]  # the repository: tests/fixtures
 
 
 def main() -> int:
@@ -26,7 +24,7 @@ def main() -> int:
     import cupy
 
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
-    from cuzk.backends.gpu import build
+    from ..backends.gpu import build
 
     # the kernels that made the proofs: cubin names carry the hash of their source and options
     kernels = {m: build.info()["modules"][m]["cubin"].rsplit("/", 1)[-1] for m in build.MODULES}

@@ -1,6 +1,6 @@
 """The prover's NTT steps once each, for a kernel profiler (run under `ncu --kernel-name ...`).
 
-    python3 bench/ntt_kernel_profile.py --log-n 24 --batch 3
+    python3 -m cuzk.bench.ntt_kernel_profile --log-n 24 --batch 3
 
 Random values on the device; evals_to_coset (the a, b, c turn to the coset), then the coset iNTT.
 """
@@ -8,15 +8,11 @@ Random values on the device; evals_to_coset (the a, b, c turn to the coset), the
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cupy
-import gpu_kernels
 
-from cuzk.backends.gpu import ntt as gntt
+from ..backends.gpu import ntt as gntt
+from . import gpu_kernels
 
 
 def main() -> None:

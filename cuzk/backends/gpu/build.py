@@ -1,60 +1,79 @@
 """Run-time compilation of the CUDA kernels with NVRTC, cached on disk.
 
-A module's source is its ``.cu`` file with local ``#include "x.cuh"`` headers inlined and a generated
-preamble of field constants (from :mod:`cuzk.field.constants`, the single source of truth) in front.
-The cache key is a SHA-256 of that full source, the compiler options, the device architecture and the
-NVRTC version, so an edited kernel, header or constant can never run stale (the original daemon lost
-hours to stale CUDA build caches).
+A module's source is its ``.cu`` file with local ``#include "x.cuh"`` headers inlined, after a generated
+preamble of the curve's field constants (:meth:`cuzk.curves.Curve.gpu_preamble`, the single source of
+truth: limb counts, bit lengths, moduli, Montgomery constants) and the build's ``#define`` list. The
+cache key is a SHA-256 of that full source, the compiler options, the device architecture and the NVRTC
+version, so an edited kernel, header or constant can never run stale (the original daemon lost hours to
+stale CUDA build caches), and each curve's cubins are cached apart.
 
-Cache folder: ``$CUZK_CACHE_DIR/cuda`` or ``~/.cache/cuzk/cuda``.
+Production modules (:data:`MODULES`) live in ``kernels/``; bench-only modules (cuzk/bench/kernels) are
+registered with :func:`register_module`. A header is looked up next to the including file first, then in
+``kernels/``.
+
+Cache folder: ``$CUZK_CACHE_DIR/cuda`` or ``~/.cache/cuzk/cuda`` (:func:`config.kernel_cache_dir`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import re
 import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 from ... import CuzkError
-from ...field.constants import FQ_MONT_R, FQ_MONT_R2, FR_MONT_R, FR_MONT_R2, Q, R
+from ...curves import Curve
+from ...curves import get as get_curve
+from . import config
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
-MODULES = ("msm", "ntt", "fr_ops", "setup", "probe")
+MODULES = ("msm", "ntt", "fr_ops", "setup")  # what the prover and the GPU setup load
+DEFAULT_CURVE = "bls12_381"  # TODO(curves): the MSM/NTT wrappers still assume BLS12-381 (msm.py, ntt.py)
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
+_EXTRA_MODULES: dict[str, Path] = {}
+
+Defines = tuple[tuple[str, str], ...]
 
 
 class GpuBuildError(CuzkError):
     pass
 
 
+_cache_override: Path | None = None  # set in compile_many's worker processes
+
+
 def cache_dir() -> Path:
-    root = os.environ.get("CUZK_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "cuzk"
-    return base / "cuda"
+    return _cache_override or config.kernel_cache_dir()
 
 
-def _limbs32(x: int, n: int) -> str:
-    return ", ".join(f"0x{(x >> (32 * i)) & 0xFFFFFFFF:08x}u" for i in range(n))
+def register_module(name: str, path: str | os.PathLike) -> None:
+    """Make a module outside ``kernels/`` (a bench-only one) loadable by name."""
+    if name in MODULES:
+        raise ValueError(f"{name!r} is a production module")
+    _EXTRA_MODULES[name] = Path(path).resolve()
 
 
-def preamble() -> str:
-    lines = ["// generated from cuzk/field/constants.py"]
-    for name, p, n, one, r2 in (("FR", R, 8, FR_MONT_R, FR_MONT_R2), ("FQ", Q, 12, FQ_MONT_R, FQ_MONT_R2)):
-        lines.append(f"#define CUZK_{name}_P {_limbs32(p, n)}")
-        lines.append(f"#define CUZK_{name}_NP0 0x{(-pow(p, -1, 2**32)) % 2**32:08x}u")
-        lines.append(f"#define CUZK_{name}_ONE {_limbs32(one, n)}")
-        lines.append(f"#define CUZK_{name}_R2 {_limbs32(r2, n)}")
-        lines.append(f"#define CUZK_{name}_PM2 {_limbs32(p - 2, n)}")  # Fermat exponent
-        lines.append(f"#define CUZK_{name}_PSQ {_limbs32(p * p, 2 * n)}")  # p^2: offset of lazy (unreduced) sums
-    return "\n".join(lines) + "\n"
+def module_path(module: str) -> Path:
+    return _EXTRA_MODULES.get(module) or KERNEL_DIR / f"{module}.cu"
 
 
-def full_source(module: str, defines: tuple[tuple[str, str], ...] = ()) -> str:
-    """The module's source with local headers inlined once each, after the constants preamble and the
-    variant's #defines (kernel variants for benchmarking are separate modules, cached separately)."""
+def curve_of(curve: str | Curve | None) -> Curve:
+    return get_curve(DEFAULT_CURVE if curve is None else curve)
+
+
+def preamble(curve: str | Curve | None = None) -> str:
+    return curve_of(curve).gpu_preamble()
+
+
+def full_source(module: str, defines: Defines = (), curve: str | Curve | None = None) -> str:
+    """The module's source with local headers inlined once each, after the curve's constants preamble
+    and the build's #defines (compile-time parameters and register caps; cached separately)."""
     seen: set[str] = set()
 
     def expand(path: Path) -> str:
@@ -65,12 +84,13 @@ def full_source(module: str, defines: tuple[tuple[str, str], ...] = ()) -> str:
             if inc in seen:
                 return ""
             seen.add(inc)
-            return f"// ---- {inc}\n" + expand(KERNEL_DIR / inc)
+            local = path.parent / inc
+            return f"// ---- {inc}\n" + expand(local if local.exists() else KERNEL_DIR / inc)
 
         return _INCLUDE.sub(repl, text).replace("#pragma once", "")
 
     defs = "".join(f"#define {k} {v}\n" for k, v in defines)
-    return preamble() + defs + expand(KERNEL_DIR / f"{module}.cu")
+    return preamble(curve) + defs + expand(module_path(module))
 
 
 def options(arch: str) -> tuple[str, ...]:
@@ -104,28 +124,79 @@ def nvrtc_version() -> str:
         return "cupy-" + ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
 
 
-def cache_key(module: str, target: DeviceTarget, defines: tuple[tuple[str, str], ...] = ()) -> str:
+def cache_key(module: str, target: DeviceTarget, defines: Defines = (), curve: str | Curve | None = None) -> str:
     h = hashlib.sha256()
-    for part in (full_source(module, defines), "\0".join(options(target.arch)), target.arch, nvrtc_version()):
+    for part in (full_source(module, defines, curve), "\0".join(options(target.arch)), target.arch, nvrtc_version()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
 
 
-def cubin_path(module: str, target: DeviceTarget, defines: tuple[tuple[str, str], ...] = ()) -> Path:
-    return cache_dir() / f"{module}-sm{target.arch}-{cache_key(module, target, defines)}.cubin"
+def cubin_path(module: str, target: DeviceTarget, defines: Defines = (), curve: str | Curve | None = None) -> Path:
+    c = curve_of(curve)
+    return cache_dir() / f"{module}-{c.name}-sm{target.arch}-{cache_key(module, target, defines, c)}.cubin"
 
 
-def compile_to_cache(module: str, target: DeviceTarget, defines: tuple[tuple[str, str], ...] = ()) -> Path:
-    """Compile one module variant into the cache (needs only NVRTC through cuda-python, no GPU)."""
-    path = cubin_path(module, target, defines)
+def compile_to_cache(module: str, target: DeviceTarget, defines: Defines = (), curve: str | Curve | None = None) -> Path:
+    """Compile one module build into the cache (needs only NVRTC through cuda-python, no GPU)."""
+    path = cubin_path(module, target, defines, curve)
     if not path.exists():
-        data = _compile_cubin(module, full_source(module, defines), options(target.arch))
+        data = _compile_cubin(module, full_source(module, defines, curve), options(target.arch))
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_bytes(data)
         os.replace(tmp, path)
     return path
+
+
+@dataclass(frozen=True)
+class BuildJob:
+    """One module build for :func:`compile_many` (picklable: it runs in a fresh process)."""
+
+    module: str
+    arch: str = "90"
+    defines: Defines = ()
+    curve: str = DEFAULT_CURVE
+    path: str = ""  # a registered (bench-only) module's .cu file; "" for a production module
+    cache: str = ""  # the cache folder's parent (as $CUZK_CACHE_DIR); "" = this process's
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    job: BuildJob
+    cubin: str  # "" when it failed
+    seconds: float
+    error: str = ""
+
+
+def job_for(module: str, arch: str = "90", defines: Defines = (), curve: str | Curve | None = None, cache: str = "") -> BuildJob:
+    extra = _EXTRA_MODULES.get(module)
+    return BuildJob(module, arch, tuple(defines), curve_of(curve).name, str(extra) if extra else "", cache)
+
+
+def _run_job(job: BuildJob) -> BuildResult:
+    global _cache_override
+    if job.cache:
+        _cache_override = Path(job.cache) / "cuda"
+    if job.path:
+        register_module(job.module, job.path)
+    t = time.perf_counter()
+    try:
+        path = compile_to_cache(job.module, DeviceTarget(job.arch), job.defines, job.curve)
+    except Exception as e:  # reported per job; the others still build
+        return BuildResult(job, "", time.perf_counter() - t, f"{type(e).__name__}: {e}")
+    return BuildResult(job, str(path), time.perf_counter() - t)
+
+
+def compile_many(jobs: list[BuildJob], workers: int = 2) -> Iterator[BuildResult]:
+    """Compile the jobs into the cache in ``workers`` fresh processes (NVRTC compiles one module on one
+    core), yielding each result as it finishes. The jobs start in the order given: put the slow ones
+    (msm) first."""
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold thread pools
+    with ProcessPoolExecutor(max(1, workers), mp_context=ctx) as ex:
+        futures = [ex.submit(_run_job, j) for j in jobs]
+        for f in as_completed(futures):
+            yield f.result()
 
 
 def _compile_cubin(module: str, src: str, opts: tuple[str, ...]) -> bytes:
@@ -157,36 +228,41 @@ _modules: dict[tuple, object] = {}
 _lock = threading.Lock()
 
 
-def load_module(module: str, defines: tuple[tuple[str, str], ...] = ()):
+def load_module(module: str, defines: Defines = (), curve: str | Curve | None = None):
     """The compiled ``cupy.RawModule`` for the current device (compiled once, then from the cache)."""
     import cupy
 
+    c = curve_of(curve)
     dev = cupy.cuda.Device().id
-    key = (module, defines, dev)
+    key = (module, defines, c.name, dev)
     with _lock:
         mod = _modules.get(key)
         if mod is not None:
             return mod
         target = current_target()
         try:
-            path = compile_to_cache(module, target, defines)
+            path = compile_to_cache(module, target, defines, c)
         except ImportError:
             # no cuda-python: let CuPy compile (and cache) it its own way
-            mod = cupy.RawModule(code=full_source(module, defines), options=options(target.arch)[1:], backend="nvrtc")
+            mod = cupy.RawModule(code=full_source(module, defines, c), options=options(target.arch)[1:], backend="nvrtc")
         else:
             mod = cupy.RawModule(path=str(path))
         _modules[key] = mod
         return mod
 
 
-def info() -> dict:
-    """Device, options, cache folder, and per-module cache state (for `cuzk gpu info`)."""
+def info(curve: str | Curve | None = None) -> dict:
+    """Device, options, cache folder, and per-module cache state of the configured builds (for `cuzk gpu
+    info`)."""
     target = current_target()
+    cfg = config.current()
+    paths = {m: cubin_path(m, target, cfg.defines(m), curve) for m in MODULES}
     return {
         "device": target.name,
         "arch": f"sm_{target.arch}",
         "nvrtc": nvrtc_version(),
         "options": list(options(target.arch)),
+        "curve": curve_of(curve).name,
         "cache_dir": str(cache_dir()),
-        "modules": {m: {"cubin": str(cubin_path(m, target)), "cached": cubin_path(m, target).exists()} for m in MODULES},
+        "modules": {m: {"cubin": str(p), "cached": p.exists(), "defines": dict(cfg.defines(m))} for m, p in paths.items()},
     }

@@ -3,17 +3,22 @@
 ``msm(group, bases, scalars)`` takes device arrays: bases as LEM affine points (the zkey layout,
 uploaded once and kept resident) and scalars as a Montgomery Fr vector, and returns the sum as an
 arkworks point. Zero scalars are skipped; scalars equal to one are summed apart (the 0/1 fast path:
-a masked parallel sum, or with CUZK_MSM_ONES=compact an accumulation over their compacted indices) and
-only the rest go through the buckets, accumulated with S entries per thread across bucket boundaries
-(CUZK_MSM_ACC=even, the default; the pieces of a bucket are then combined by a parallel tree), or
-first halved by batch-affine rounds that share one inversion among many additions (CUZK_MSM_ACC=affine).
+an accumulation over their compacted indices, GpuConfig.msm_ones = "compact", the default, or a masked
+parallel sum, "masked") and only the rest go through the buckets, accumulated with S entries per thread
+across bucket boundaries (GpuConfig.msm_acc = "even", the default; the pieces of a bucket are then
+combined by a parallel tree) or one thread per work item of a bucket ("items"). Switches come from
+:func:`config.current` (config.py), never from the environment directly.
+
+TODO(curves): BLS12-381 only for now: the point sizes (POINT_WORDS, XYZZ_WORDS: 12-limb Fq), the
+decoding of results (48-byte coordinates, Q, py_arkworks_bls12381 points) and the 255-bit default of
+choose_window. The kernels themselves build for any curve of cuzk.curves (limb counts from the preamble).
 """
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
+from typing import ClassVar
 
 import cupy
 import numpy as np
@@ -21,8 +26,8 @@ from py_arkworks_bls12381 import G1Point, G2Point
 
 from ...curve import points as pts
 from ...field.constants import Q, R
-from . import runtime
-from .runtime import BLOCK, GpuOutOfMemory, env_choice, grid_for, launch, op_errors, synchronize, u32
+from . import config
+from .runtime import BLOCK, GpuOutOfMemory, grid_for, launch, op_errors, synchronize, u32
 
 POINT_WORDS = {1: 12, 2: 24}  # affine point: uint64 words
 XYZZ_WORDS = {1: 24, 2: 48}
@@ -53,10 +58,10 @@ BUCKET_COST = {1: 6.0, 2: 4.0}
 def choose_window(n: int, group: int = 1, bits: int = 255) -> int:
     """Window (bits) minimising windows x (entries + BUCKET_COST x buckets) for n non-0/1 scalars of at
     most ``bits`` bits (signed digits: 2^(c-1) buckets per window); G2 buckets are twice as large, so
-    its window is capped lower to bound memory. CUZK_MSM_WINDOW overrides."""
-    env = os.environ.get("CUZK_MSM_WINDOW")
-    if env:
-        return int(env)
+    its window is capped lower to bound memory. GpuConfig.msm_window (CUZK_MSM_WINDOW) overrides."""
+    forced = config.current().msm_window
+    if forced:
+        return forced
     best, best_cost = 4, math.inf
     cap = 22 if group == 1 else 20
     k = BUCKET_COST[group]
@@ -68,171 +73,28 @@ def choose_window(n: int, group: int = 1, bits: int = 255) -> int:
 
 
 def accumulation_mode() -> str:
-    """Bucket accumulation: "even" (S consecutive entries per thread across bucket boundaries; the
-    default: G1 2^26 1278 -> 1113 ms, G2 2^24 1308 -> 1080 ms on the H200), "items" (one thread per
-    bucket, crowded buckets split into items of ITEM_ENTRIES) or "affine" (batch-affine rounds that
-    halve every bucket, then the even accumulation over what is left); CUZK_MSM_ACC."""
-    return env_choice("CUZK_MSM_ACC", ("even", "items", "affine"))
-
-
-AFFINE_KMAX = 128  # CUZK_AFFINE_KMAX's default in msm.cu (the size of the per-thread prefix array)
-AFFINE_MIN_POINTS = 1 << 15  # below this many points a round is left to the XYZZ accumulation
-AFFINE_GROUP_BYTES = 8 << 30  # window groups: the bound on one group's first-round output
-
-
-def _env_int(name: str, default: int) -> int:
-    return int(os.environ.get(name, default))
-
-
-def affine_pairs_per_thread(m_out: int) -> int:
-    """Additions per thread in a batch-affine round (they share one inversion): CUZK_MSM_AFFINE_K, or
-    AFFINE_KMAX (or the msm module's CUZK_AFFINE_KMAX define), fewer when that would leave under ~2^17
-    threads (never under 8)."""
-    kmax = int(dict(runtime.VARIANTS.get("msm", ())).get("CUZK_AFFINE_KMAX", AFFINE_KMAX))
-    env = os.environ.get("CUZK_MSM_AFFINE_K")
-    if env:
-        return max(1, min(kmax, int(env)))
-    return max(8, min(kmax, m_out >> 17))
-
-
-def affine_round_limit() -> int:
-    """Most batch-affine rounds per MSM (CUZK_MSM_AFFINE_ROUNDS, default 16)."""
-    return _env_int("CUZK_MSM_AFFINE_ROUNDS", 16)
-
-
-def _affine_rounds(
-    group: int,
-    bases: cupy.ndarray,
-    entries: cupy.ndarray,
-    bounds: cupy.ndarray,
-    total: int,
-    op: str,
-    force_first: bool,
-    prof: _Profile,
-) -> tuple[cupy.ndarray | None, cupy.ndarray, int]:
-    """Batch-affine rounds over bucket-sorted ``entries`` (``bounds``: total + 1 offsets): each round adds
-    the points of every bucket in consecutive pairs, so a bucket of n becomes ceil(n / 2) points.
-    Rounds stop when every bucket holds one point, when under an eighth of the points would still pair
-    (the XYZZ accumulation does such tails without a pass over everything), when under
-    AFFINE_MIN_POINTS remain (CUZK_MSM_AFFINE_MIN), or after affine_round_limit(); ``force_first`` runs the first round
-    anyway (it gathers the points, so the caller gets a point array). Returns (points, bounds, max
-    bucket size); with no round run, points is None and the inputs stand."""
-    counts = bounds[1:] - bounds[:-1]
-    max_count = int(counts.max()) if total else 0
-    src, in_bounds, m_in, rounds = None, bounds, int(bounds[-1]), 0
-    while (rounds == 0 and force_first) or (
-        rounds < affine_round_limit() and max_count > 1 and m_in >= _env_int("CUZK_MSM_AFFINE_MIN", AFFINE_MIN_POINTS)
-    ):
-        out_counts = (counts + 1) >> 1
-        out_bounds = cupy.zeros(total + 1, dtype=cupy.uint32)
-        out_bounds[1:] = cupy.cumsum(out_counts, dtype=cupy.uint64)
-        m_out = int(out_bounds[-1])
-        if (rounds or not force_first) and (m_in - m_out) * 8 < m_in:
-            break
-        K = affine_pairs_per_thread(m_out)
-        dst = _poisoned((m_out, POINT_WORDS[group]))
-        nthreads = -(-m_out // K)
-        if src is None:
-            launch(
-                "msm",
-                _k(group, "affine_round_gather"),
-                grid_for(nthreads, 128),
-                128,
-                (bases, entries, in_bounds, out_bounds, u32(total), u32(m_out), u32(K), dst),
-                op,
-            )
-        else:
-            launch(
-                "msm",
-                _k(group, "affine_round"),
-                grid_for(nthreads, 128),
-                128,
-                (src, in_bounds, out_bounds, u32(total), u32(m_out), u32(K), dst),
-                op,
-            )
-        src, in_bounds, counts, m_in = dst, out_bounds, out_counts, m_out
-        max_count = (max_count + 1) // 2
-        rounds += 1
-        prof.mark(f"affine_round{rounds}")
-    return src, in_bounds, max_count
-
-
-def _affine_then_even(
-    group: int,
-    bases: cupy.ndarray,
-    entries: cupy.ndarray,
-    bounds: cupy.ndarray,
-    total: int,
-    nwin: int,
-    op: str,
-    prof: _Profile,
-    mark: str,
-) -> tuple[cupy.ndarray, cupy.ndarray, int]:
-    """Batch-affine rounds window group by window group (one group's first-round output is bounded by
-    AFFINE_GROUP_BYTES, CUZK_MSM_AFFINE_GROUP_BYTES), their points then accumulated by the even accumulation over all windows.
-    Returns (partials, bounds of the accumulated points, S) as _accumulate_even's callers expect."""
-    nb = total // nwin
-    half_point = POINT_WORDS[group] * 8 // 2  # first-round output bytes per entry
-    bounds_host = cupy.asnumpy(bounds[::nb])  # window starts and the entry count
-    groups, w0 = [], 0
-    while w0 < nwin:
-        w1 = w0 + 1
-        while w1 < nwin and (int(bounds_host[w1 + 1]) - int(bounds_host[w0])) * half_point <= _env_int(
-            "CUZK_MSM_AFFINE_GROUP_BYTES", AFFINE_GROUP_BYTES
-        ):
-            w1 += 1
-        groups.append((w0, w1))
-        w0 = w1
-    if len(groups) == 1:
-        points, new_bounds, max_count = _affine_rounds(group, bases, entries, bounds, total, op, False, prof)
-        prof.mark(mark + "_affine")
-        if points is None:  # no round was worth it: the plain even accumulation
-            max_count = int((bounds[1:] - bounds[:-1]).max())
-            partials, S = _accumulate_even(group, bases, entries, bounds, total, int(bounds[-1]), max_count, op, prof, mark)
-            return partials, bounds, S
-        m = int(new_bounds[-1])
-        iota = cupy.arange(m, dtype=cupy.uint32)
-        partials, S = _accumulate_even(group, points, iota, new_bounds, total, m, max_count, op, prof, mark)
-        return partials, new_bounds, S
-    pts_parts, bound_parts, max_count, offset = [], [], 0, 0
-    for w0, w1 in groups:  # each group's first round forced: every group then has a point array
-        e0, e1 = int(bounds_host[w0]), int(bounds_host[w1])
-        sub = bounds[w0 * nb : w1 * nb + 1] - np.uint32(e0)
-        g_pts, g_bounds, g_max = _affine_rounds(group, bases, entries[e0:e1], sub, (w1 - w0) * nb, op, True, prof)
-        pts_parts.append(g_pts)
-        bound_parts.append(g_bounds[:-1] + np.uint32(offset))
-        offset += int(g_bounds[-1])
-        max_count = max(max_count, g_max)
-        del sub
-    points = pts_parts[0] if len(pts_parts) == 1 else cupy.concatenate(pts_parts)
-    del pts_parts
-    new_bounds = cupy.concatenate(bound_parts + [cupy.asarray(np.array([offset], dtype=np.uint32))])
-    prof.mark(mark + "_affine")
-    iota = cupy.arange(offset, dtype=cupy.uint32)
-    partials, S = _accumulate_even(group, points, iota, new_bounds, total, offset, max_count, op, prof, mark)
-    return partials, new_bounds, S
-
-
-def accumulation_ranges_per_thread() -> int:
-    """Ranges of S entries that one thread of the even accumulation adds side by side: the msm module's
-    CUZK_ACC_ILP define (1 unless a kernel variant sets it), which decides how many threads to launch."""
-    return int(dict(runtime.VARIANTS.get("msm", ())).get("CUZK_ACC_ILP", "1"))
+    """Bucket accumulation, GpuConfig.msm_acc (CUZK_MSM_ACC): "even" (S consecutive entries per thread
+    across bucket boundaries; the default: G1 2^26 1278 -> 1113 ms, G2 2^24 1308 -> 1080 ms on the H200)
+    or "items" (one thread per bucket, crowded buckets split into items of ITEM_ENTRIES)."""
+    return config.current().msm_acc
 
 
 def even_chunk(n_entries: int) -> int:
     """Entries per thread for the even accumulation: 64, fewer when that would leave the GPU with
     under ~2^19 threads (132 SMs x 384 resident threads x ~10 waves), never under 4.
-    CUZK_MSM_EVEN_S forces a value (tuning, and tests of the production value on small inputs)."""
-    env = os.environ.get("CUZK_MSM_EVEN_S")
-    if env:
-        return max(1, int(env))
+    GpuConfig.msm_even_s (CUZK_MSM_EVEN_S) forces a value (tuning, and tests of the production value on
+    small inputs)."""
+    forced = config.current().msm_even_s
+    if forced:
+        return forced
     return max(4, min(64, n_entries >> 19))
 
 
 def _poisoned(shape, dtype=cupy.uint64) -> cupy.ndarray:
-    """cupy.empty, filled with 0xFF bytes when CUZK_GPU_POISON=1 (tests: unwritten outputs show up)."""
+    """cupy.empty, filled with 0xFF bytes with GpuConfig.poison (CUZK_GPU_POISON=1; tests: unwritten
+    outputs show up)."""
     a = cupy.empty(shape, dtype=dtype)
-    if os.environ.get("CUZK_GPU_POISON") == "1":
+    if config.current().poison:
         a.view(cupy.uint8).fill(0xFF)
     return a
 
@@ -274,12 +136,13 @@ def _xyzz_to_point(words: np.ndarray, group: int):
 
 
 class _Profile:
-    """Per-kernel CUDA-event timing of MSM phases when CUZK_MSM_PROFILE=1 (read by the benchmark)."""
+    """Per-kernel CUDA-event timing of MSM phases with GpuConfig.msm_profile (CUZK_MSM_PROFILE=1; read by
+    the benchmark)."""
 
-    totals: dict[str, float] = {}
+    totals: ClassVar[dict[str, float]] = {}
 
     def __init__(self):
-        self.on = os.environ.get("CUZK_MSM_PROFILE") == "1"
+        self.on = config.current().msm_profile
         self.marks: list[tuple[str, object]] = []
         if self.on:
             self.mark("start")
@@ -317,11 +180,10 @@ def _accumulate_even(
     nthreads = -(-n_entries // S)
     partials = _poisoned((total + nthreads, XYZZ_WORDS[group]))  # slots b + t; the unused ones are never read
     first_bucket = _poisoned(nthreads, cupy.uint32)
-    ilp = accumulation_ranges_per_thread()
     launch(
         "msm",
         _k(group, "accumulate_even"),
-        grid_for(-(-nthreads // ilp), 128),
+        grid_for(nthreads, 128),
         128,
         (bases, entries, bounds, u32(total), u32(n_entries), u32(S), partials, first_bucket),
         op,
@@ -330,36 +192,25 @@ def _accumulate_even(
     # a bucket's pieces: at most ceil(count / S) + 1 (one more when it starts inside a thread's range)
     max_pieces = -(-max_count // S) + 1
     step = 1
-    checked = dict(runtime.VARIANTS.get("msm", ())).get("CUZK_MSM_CHECK_INDEX", "0") == "1"
     while step < max_pieces:  # tree rounds over the pieces of the crowded buckets
-        if checked:  # the index-checking kernel (a debugging build of the msm module)
-            launch(
-                "msm",
-                _k(group, "combine_pieces_checked"),
-                grid_for(nthreads, 128),
-                128,
-                (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step), u32(total)),
-                op,
-            )
-        else:
-            launch(
-                "msm",
-                _k(group, "combine_pieces"),
-                grid_for(nthreads, 128),
-                128,
-                (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step)),
-                op,
-            )
+        launch(
+            "msm",
+            _k(group, "combine_pieces"),
+            grid_for(nthreads, 128),
+            128,
+            (partials, bounds, first_bucket, u32(nthreads), u32(S), u32(step)),
+            op,
+        )
         step *= 2
     return partials, S
 
 
 def ones_mode() -> str:
-    """How the bases of scalars equal to one are summed: "masked" (grid-stride loop over all n points,
-    adding where the flag says one: lanes of a warp idle where their point is not selected) or
-    "compact" (indices of the ones compacted first, then the even accumulation over them as one
-    bucket); CUZK_MSM_ONES. Compact is the default: G1 0/1 2^26 66.8 -> 41.5 ms on the H200 (2026-12-03)."""
-    return env_choice("CUZK_MSM_ONES", ("compact", "masked"))
+    """How the bases of scalars equal to one are summed, GpuConfig.msm_ones (CUZK_MSM_ONES): "compact"
+    (indices of the ones compacted first, then the even accumulation over them as one bucket; the
+    default: G1 0/1 2^26 66.8 -> 41.5 ms on the H200, 2026-12-03) or "masked" (grid-stride loop over all
+    n points, adding where the flag says one: lanes of a warp idle where their point is not selected)."""
+    return config.current().msm_ones
 
 
 def _msm_chunk(
@@ -370,6 +221,7 @@ def _msm_chunk(
     words = XYZZ_WORDS[group]
     rb = REDUCE_BLOCK[group]
     prof = _Profile()
+    mode, ones_how = accumulation_mode(), ones_mode()  # read once: the config may be replaced meanwhile
     op = f"G{group} MSM of {n} points"
     with op_errors(op):
         flags = _poisoned(max(1, n), cupy.uint8)
@@ -380,15 +232,12 @@ def _msm_chunk(
         extra = cupy.zeros((1, words), dtype=cupy.uint64)
         n_extra = 0
         ones_count = 0
-        if ones and ones_mode() == "compact":
+        if ones and ones_how == "compact":
             idx = cupy.flatnonzero(flags[:n] == 1).astype(cupy.uint32)
             m = int(idx.size)
             if m:
                 one_bucket = cupy.asarray(np.array([0, m], dtype=np.uint32))
-                if accumulation_mode() == "affine":
-                    part, _, _ = _affine_then_even(group, bases, idx, one_bucket, 1, 1, op, prof, "ones_accumulate")
-                else:
-                    part, _ = _accumulate_even(group, bases, idx, one_bucket, 1, m, m, op, prof, "ones_accumulate")
+                part, _ = _accumulate_even(group, bases, idx, one_bucket, 1, m, m, op, prof, "ones_accumulate")
                 extra = part[:1].copy()  # bucket 0's sum sits in slot 0; the pieces are freed now
                 del part
                 n_extra = 1
@@ -425,9 +274,8 @@ def _msm_chunk(
         bounds[1:] = ends
         del ends
         offsets = bounds[:total]
-        mode = accumulation_mode()
-        even = mode in ("even", "affine")
-        if mode == "even":
+        even = mode == "even"
+        if even:
             max_count = int(counts.max())  # read now, while the host waits for the scan anyway
         else:
             per_bucket_items = (counts + (ITEM_ENTRIES - 1)) // ITEM_ENTRIES
@@ -457,25 +305,11 @@ def _msm_chunk(
             del bounds
         del offsets
         prof.mark("scatter")
-        fused = even and os.environ.get("CUZK_MSM_FUSED_SEGMENTS", "1") == "1"
-        buckets = None if fused else _poisoned((total, words))
+        buckets = None if even else _poisoned((total, words))
         if even:
-            if mode == "affine":
-                partials, bounds, S = _affine_then_even(group, bases, entries, bounds, total, nwin, op, prof, "accumulate")
-            else:
-                partials, S = _accumulate_even(group, bases, entries, bounds, total, n_entries, max_count, op, prof, "accumulate")
+            partials, S = _accumulate_even(group, bases, entries, bounds, total, n_entries, max_count, op, prof, "accumulate")
             del entries
             prof.mark("combine")
-            if not fused:
-                launch(
-                    "msm",
-                    _k(group, "bucket_sum_even"),
-                    grid_for(total, 128),
-                    128,
-                    (partials, bounds, u32(total), u32(S), buckets),
-                    op,
-                )
-                del partials, bounds
         else:
             partials = _poisoned((max(1, nitems), words))
             launch(
@@ -490,13 +324,12 @@ def _msm_chunk(
             prof.mark("accumulate")
             launch("msm", _k(group, "bucket_sum"), grid_for(total, 128), 128, (partials, item_offsets, u32(total), buckets), op)
             del partials, item_offsets
-        if not fused:
             prof.mark("bucket_sum")
         seg_log = min(SEGMENT_LOG, c - 1)
         nseg = nb >> seg_log
         segT = _poisoned((nwin * nseg, words))
         segA = _poisoned((nwin * nseg, words))
-        if fused:  # buckets summed from the accumulation's pieces inside the first reduction level
+        if even:  # buckets summed from the accumulation's pieces inside the first reduction level
             launch(
                 "msm",
                 _k(group, "segments_even"),

@@ -6,6 +6,9 @@ prover's a, b and c: one launch per pass instead of three).
 The raw passes are DIF (natural -> bit-reversed) and DIT (bit-reversed -> natural); chaining an inverse
 DIF, a coset scaling in bit-reversed index order and a forward DIT evaluates a polynomial given by its
 values on the domain at a coset, with no bit-reversal pass at all (what the prover's H step needs).
+
+Switches: GpuConfig.ntt_radix and ntt_plan (config.py). TODO(curves): the domain constants (R, the
+root-of-unity generator) are BLS12-381's; the kernels build for any curve with an 8-limb Fr.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import numpy as np
 from ...field import fr
 from ...field.constants import SNARKJS_ROOT_GENERATOR, R
 from ...field.ntt import Domain as CpuDomain
-from .runtime import BLOCK, env_choice, grid_for, launch, op_errors, u32
+from . import config
+from .runtime import BLOCK, grid_for, launch, op_errors, u32
 
 TILE_LOG = 10  # stages per pass at most (2^10 elements, 32 KiB of shared memory)
 COALESCE_LOG = 4  # consecutive low indices per tile row when the pass works on high bits
@@ -26,21 +30,22 @@ COALESCE_LOG = 4  # consecutive low indices per tile row when the pass works on 
 
 def ntt_radix() -> int:
     """Butterfly stages per thread and barrier: 2 (one stage) or 4 (two stages, ntt_pass_r4);
-    CUZK_NTT_RADIX. Radix 4 is the default: 3-6% faster from 2^25 to 2^28 (2^26 37.1 -> 35.8 ms on the
-    H200, 2026-12-03), equal or faster below 2^24, 3% slower at 2^24 itself."""
-    return int(env_choice("CUZK_NTT_RADIX", ("4", "2")))
+    GpuConfig.ntt_radix (CUZK_NTT_RADIX). Radix 4 is the default: 3-6% faster from 2^25 to 2^28 (2^26
+    37.1 -> 35.8 ms on the H200, 2026-12-03), equal or faster below 2^24, 3% slower at 2^24 itself."""
+    return config.current().ntt_radix
 
 
 def plan_passes(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
     """(lo, s, u) per pass: bits [lo, lo+s) of the index, 2^u consecutive low indices per tile row.
 
-    Two plans (CUZK_NTT_PLAN; "auto", the default, picks per size by the H200 measurements of 2026-12-04):
+    Two plans (GpuConfig.ntt_plan, CUZK_NTT_PLAN; "auto", the default, picks per size by the H200
+    measurements of 2026-12-04):
     "greedy" fills passes of TILE_LOG - COALESCE_LOG stages with u = COALESCE_LOG above a bottom pass of
     TILE_LOG bits and leaves the remainder to one pass; "balanced" shares the bits above the bottom pass
     evenly among as many passes, each with a full tile (u = TILE_LOG - s). Greedy leaves a pass of one to
     three stages in tiny blocks when log_n - 10 = 1..3 (mod 6): 2^23 iNTT + coset NTT 11.6 ms against
     7.8 ms balanced, 2^24 19.4 against 16.1; otherwise greedy is 1-3% faster (2^26 68.3 against 69.0)."""
-    plan = env_choice("CUZK_NTT_PLAN", ("auto", "greedy", "balanced"))
+    plan = config.current().ntt_plan
     step = TILE_LOG - COALESCE_LOG
     rest = max(0, log_n - TILE_LOG)
     if plan == "greedy" or (plan == "auto" and rest % step not in (1, 2, 3)):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 
 import cupy
 import numpy as np
 
 from ... import CuzkError
-from .build import MODULES, load_module
+from . import config
+from .build import curve_of, load_module
 
 BLOCK = 256
 
@@ -25,50 +25,42 @@ class GpuOutOfMemory(GpuError):
 _kernels: dict[tuple, object] = {}
 
 
-# Kernel variants (#defines) per module, e.g. {"msm": (("CUZK_MUL_PTX", "1"),)}: set by benchmarks, or from
-# the environment: CUZK_KERNEL_DEFINES="CUZK_MUL_PTX=1,CUZK_ACC_MINB=3" for every module, and
-# CUZK_KERNEL_DEFINES_<MODULE> (e.g. CUZK_KERNEL_DEFINES_MSM) for one module, in its place (bisecting a
-# fault down to one module).
-def _env_defines(module: str) -> tuple[tuple[str, str], ...]:
-    spec = os.environ.get(f"CUZK_KERNEL_DEFINES_{module.upper()}", os.environ.get("CUZK_KERNEL_DEFINES", ""))
-    return tuple(tuple(kv.split("=", 1)) for kv in spec.split(",") if kv)  # type: ignore[misc]
-
-
-VARIANTS: dict[str, tuple[tuple[str, str], ...]] = {m: _env_defines(m) for m in MODULES}
-
-
 def env_choice(name: str, choices: tuple[str, ...]) -> str:
-    """A host-side switch read from the environment: one of ``choices``, the first when unset."""
-    value = os.environ.get(name, choices[0])
+    """The switch behind environment variable ``name`` in the process-wide config (config.py), in its
+    environment spelling. Kept for callers that still name a switch by its variable (backend.py's
+    CUZK_UPLOAD_COPY); the config has validated it against the same choices."""
+    value = config.current().env_value(name)
     if value not in choices:
         raise ValueError(f"{name}={value!r}: expected {' or '.join(choices)}")
     return value
 
 
-def kernel(module: str, name: str):
+def kernel(module: str, name: str, curve=None):
+    """A kernel of ``module`` built with the configured #defines (GpuConfig.defines) for ``curve``
+    (default BLS12-381), for the current device."""
     dev = cupy.cuda.Device().id
-    defines = VARIANTS.get(module, ())
-    key = (module, defines, name, dev)
+    defines = config.current().defines(module)
+    cname = None if curve is None else curve_of(curve).name
+    key = (module, defines, cname, name, dev)
     k = _kernels.get(key)
     if k is None:
-        k = load_module(module, defines).get_function(name)
+        k = load_module(module, defines, cname).get_function(name)
         _kernels[key] = k
     return k
 
 
-# CUZK_SYNC_LAUNCH=1: wait for every kernel at its launch, so an asynchronous fault (illegal address)
-# is reported against the kernel that made it, with its grid and argument shapes (debugging only).
-SYNC_LAUNCH = os.environ.get("CUZK_SYNC_LAUNCH", "0") == "1"
-
-
-def launch(module: str, name: str, grid: int | tuple[int, int], block: int, args: tuple, op: str, shared: int = 0) -> None:
-    """Launch a kernel; ``grid`` is x or (x, y) blocks."""
+def launch(
+    module: str, name: str, grid: int | tuple[int, int], block: int, args: tuple, op: str, shared: int = 0, curve=None
+) -> None:
+    """Launch a kernel; ``grid`` is x or (x, y) blocks. With GpuConfig.sync_launch (CUZK_SYNC_LAUNCH=1)
+    wait for it, so that an asynchronous fault (illegal address) is reported against the kernel that made
+    it, with its grid and argument shapes (debugging only)."""
     g = tuple(int(x) for x in grid) if isinstance(grid, tuple) else (int(grid),)
     if min(g) <= 0:
         return
     try:
-        kernel(module, name)(g, (int(block),), args, shared_mem=shared)
-        if SYNC_LAUNCH:
+        kernel(module, name, curve)(g, (int(block),), args, shared_mem=shared)
+        if config.current().sync_launch:
             cupy.cuda.get_current_stream().synchronize()
     except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as e:
         shapes = ", ".join(f"{a.shape}" if hasattr(a, "shape") else repr(a) for a in args)
@@ -88,7 +80,7 @@ def op_errors(op: str):
         raise GpuOutOfMemory(f"{op}: out of GPU memory ({e})") from None
     except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as e:
         # debugging (CUZK_SYNC_LAUNCH=1): keep the call that saw the error in the traceback
-        raise GpuError(f"{op}: CUDA error: {e}") from (e if SYNC_LAUNCH else None)
+        raise GpuError(f"{op}: CUDA error: {e}") from (e if config.current().sync_launch else None)
 
 
 def synchronize(op: str) -> None:

@@ -8,6 +8,9 @@ key's device copy (no re-upload before proving); a host copy is made only when a
 write a .zkey / .params file.
 
 FOR DEVELOPMENT ONLY, like the CPU setup: a single party knew the toxic waste.
+
+TODO(curves): BLS12-381 only (arkworks fixed-base tables, field constants); the setup kernels build for
+any curve of cuzk.curves.
 """
 
 from __future__ import annotations

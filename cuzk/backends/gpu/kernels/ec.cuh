@@ -1,19 +1,21 @@
-// Short-Weierstrass (a = 0) point arithmetic for G1 (over Fq) and G2 (over Fq2).
+// Short-Weierstrass (a = 0) point arithmetic for G1 (over Fq) and G2 (over Fq2), any curve whose fields
+// fields.cuh instantiates (the formulas use neither the curve's b nor its twist).
 //
 // Affine points use the zkey layout: x then y, each coordinate's limbs in Montgomery form; the point at
-// infinity is (0, 0), which is not on either curve (0 != 4, 0 != 4(1+u)) and so unambiguous.
+// infinity is (0, 0), which is on neither group's curve when b != 0 (y^2 = x^3 + b), so unambiguous.
 // Accumulators are XYZZ ("extended Jacobian": x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2); infinity has ZZ = 0.
 // Formulas: EFD madd-2008-s (8M+2S), add-2008-s (12M+2S), dbl-2008-s and mdbl-2008-s.
 #pragma once
-#include "field.cuh"
+#include "fp2.cuh"
 
 // Point operations are real calls by default: each is several thousand instructions, and inlining all
 // of them into every kernel made ptxas take many minutes per module. The hot loops (bucket
 // accumulation, the 0/1 sums) call madd_inl instead, so their accumulator stays in registers instead of
-// the local-memory stack frame a by-reference call forces. With CUZK_FQ_CALL the multiplies are calls,
-// a point function is small, and inlining it removes the by-reference calls whose operand pointer ptxas
-// derives from a uniform register that a divergent sibling call can clobber (field.cuh, OUTLINE_ARG).
-#if CUZK_FQ_CALL
+// the local-memory stack frame a by-reference call forces. With CUZK_FQ_OUTLINE the multiplies are
+// calls, a point function is small, and inlining it removes the by-reference calls whose operand
+// pointer ptxas derives from a uniform register that a divergent sibling call can clobber (mont.cuh,
+// OUTLINE_ARG).
+#if CUZK_FQ_OUTLINE
 #define POINT_FN __device__ __forceinline__
 #else
 #define POINT_FN __device__ __noinline__

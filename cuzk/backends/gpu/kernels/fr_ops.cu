@@ -1,6 +1,6 @@
 // Elementwise Fr vector kernels and the sparse matrix-vector product (a = A.w) of the constraint
-// evaluator. All values are Montgomery form, n x 8 limbs.
-#include "field.cuh"
+// evaluator. All values are Montgomery form, n x CUZK_FR_LIMBS 32-bit limbs.
+#include "fields.cuh"
 
 #define ELEMENTWISE(name, expr)                                                                                 \
     extern "C" __global__ void name(const Fr* __restrict__ a, const Fr* __restrict__ b, Fr* __restrict__ out, u32 n) { \

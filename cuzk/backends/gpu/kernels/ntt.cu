@@ -9,12 +9,13 @@
 // A pass covers the bit positions [lo, lo + s): each block loads a tile of 2^s "group" elements (the
 // indices that differ only in those bits) times 2^u consecutive low indices, so that warps read
 // 2^u * 32 contiguous bytes even when lo is large; s + u <= 10 (32 KiB of shared memory). The passes
-// are planned on the host (cuzk/gpu/ntt.py, plan_passes).
+// are planned on the host (cuzk/backends/gpu/ntt.py, plan_passes).
 // Batches (the prover's a, b, c) are vectors `stride` elements apart, one per blockIdx.y.
-#include "field.cuh"
+#include "fields.cuh"
 
 #define NTT_MAX_TILE_LOG 10
-// Minimum resident blocks per SM for the radix-4 pass (a register cap, as CUZK_ACC_MINB in msm.cu). 3:
+// Minimum resident blocks per SM for the radix-4 pass (a register cap, as CUZK_ACC_MINB in msm.cu;
+// GpuConfig.ntt_minb). 3:
 // 80 registers and 32 B of stack, 24 warps per SM; 0 = ptxas decides (82 registers, 2 blocks, 16 warps).
 // The passes are latency-bound at 16 warps (ncu): 3 measured 2^26 NTT 35.6 -> 33.4 ms, 2^27 72.6 -> 68.1,
 // 2^26 x3 iNTT + coset NTT 209.0 -> 198.1 (run s5-3, one process); 4 (64 registers) less: 34.1 / 69.1.

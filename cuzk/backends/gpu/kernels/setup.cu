@@ -1,9 +1,10 @@
 // Key generation on the GPU: fixed-base scalar multiplication (many scalars, one generator) with a
 // table of byte-window multiples, and the Fr helpers the QAP evaluation needs.
-#include "curve.cuh"
+#include "ec.cuh"
 
 // out[i] = scalar_i * G, affine (LEM layout). table[k * 256 + j] = j * 256^k * G (affine; j = 0 unused).
-// Scalars are Montgomery Fr; each is converted, then its 32 bytes select at most 32 mixed additions.
+// Scalars are Montgomery Fr; each is converted, then its bytes (32 for a scalar field of up to 256 bits)
+// select at most one mixed addition each.
 template <class F>
 __device__ __forceinline__ void fixed_base(const Affine<F>* __restrict__ table, const Fr* __restrict__ scalars, u32 n,
                                            Affine<F>* __restrict__ out) {
@@ -12,7 +13,7 @@ __device__ __forceinline__ void fixed_base(const Affine<F>* __restrict__ table, 
     Fr s = from_mont<FrTag>(load<FrTag>(scalars + i));
     XYZZ<F> acc = XYZZ<F>::inf();
 #pragma unroll 1
-    for (int k = 0; k < 32; k++) {
+    for (int k = 0; k < (CUZK_FR_BITS + 7) / 8; k++) {
         u32 byte = (s.v[k >> 2] >> (8 * (k & 3))) & 0xffu;
         if (byte) madd_inl(acc, table[k * 256 + byte].x, table[k * 256 + byte].y);
     }

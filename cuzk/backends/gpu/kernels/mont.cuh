@@ -1,0 +1,317 @@
+// Montgomery arithmetic over a prime field of N 32-bit limbs, little-endian (one template for every
+// field of every curve; the fields themselves are instantiated in fields.cuh from the preamble).
+//
+// A field is a tag type (CUZK_FIELD_TAG below) holding its limb count and constants: the modulus p,
+// -p^-1 mod 2^32, R = 2^(32N) mod p, R^2 mod p and p - 2. Values are kept fully reduced (< p) after
+// every operation. The memory layout of an element is its limbs, byte-identical to 64-bit
+// little-endian limbs: the host's (n, N / 2) uint64 arrays. N must be a multiple of 4 (16-byte loads).
+//
+// The multiply is CIOS with 64-bit accumulators: each partial product is one 32x32->64 multiply-add
+// (IMAD.WIDE) plus carries, the form the performance anchors measure at 32/clk/SM, rather than the
+// separate low/high halves of mad.lo/mad.hi PTX (measured no faster: NOTES.md, v3 results). The square
+// is SOS (the cross products once, doubled): G1 MSM 2^26 980 -> 955 ms against mul(a, a).
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// CUZK_FQ_OUTLINE (a module's choice, set before its first include: msm.cu sets it, the other modules
+// do not): the curve code's Fq multiply and square are calls to one out-of-line copy each (fields.cuh).
+// With it, every remaining out-of-line function takes its operands by value (OUTLINE_ARG): ptxas
+// (CUDA 13) addresses a by-reference operand that lives in the caller's stack frame through a
+// uniform-register copy of the stack pointer, and another out-of-line function that uses the same
+// uniform register as scratch clobbers it for the whole warp, so when the warp diverges (one lane adds,
+// another doubles) the second path reads through a garbage pointer (compute-sanitizer: out-of-bounds
+// __local__ read in dbl called from add; NOTES.md, 2026-12-03 fourth session). By-value operands travel
+// in registers; scripts/check_sass.py finds the pattern in a built module.
+#ifndef CUZK_FQ_OUTLINE
+#define CUZK_FQ_OUTLINE 0
+#endif
+#if CUZK_FQ_OUTLINE
+#define OUTLINE_ARG(T) const T
+#else
+#define OUTLINE_ARG(T) const T&
+#endif
+
+__device__ __forceinline__ u32 umin(u32 a, u32 b) { return a < b ? a : b; }
+
+// A field's constants as limb accessors; the indices are compile-time constants after unrolling, so
+// the arrays fold into immediates. Name##Tag for the preamble's CUZK_<PREFIX>_* macros.
+#define CUZK_FIELD_TAG(Name, LIMBS, PREFIX)                                                 \
+    struct Name##Tag {                                                                    \
+        static constexpr int N = LIMBS;                                                   \
+        static constexpr u32 NP0 = CUZK_##PREFIX##_NP0;                                   \
+        __device__ __forceinline__ static u32 P(int i) {                                  \
+            const u32 c[LIMBS] = {CUZK_##PREFIX##_P};                                     \
+            return c[i];                                                                  \
+        }                                                                                 \
+        __device__ __forceinline__ static u32 ONE(int i) {                                \
+            const u32 c[LIMBS] = {CUZK_##PREFIX##_ONE};                                   \
+            return c[i];                                                                  \
+        }                                                                                 \
+        __device__ __forceinline__ static u32 R2(int i) {                                 \
+            const u32 c[LIMBS] = {CUZK_##PREFIX##_R2};                                    \
+            return c[i];                                                                  \
+        }                                                                                 \
+        __device__ __forceinline__ static u32 PM2(int i) { /* p - 2, the Fermat exponent */ \
+            const u32 c[LIMBS] = {CUZK_##PREFIX##_PM2};                                   \
+            return c[i];                                                                  \
+        }                                                                                 \
+    };
+
+template <class T>
+struct Elem {
+    static constexpr int N = T::N;
+    u32 v[T::N];
+
+    __device__ __forceinline__ static Elem zero() {
+        Elem r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = 0;
+        return r;
+    }
+    __device__ __forceinline__ static Elem one() {
+        Elem r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = T::ONE(i);
+        return r;
+    }
+    __device__ __forceinline__ bool is_zero() const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ bool operator==(const Elem& o) const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i] ^ o.v[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ bool is_one() const { return *this == one(); }
+};
+
+// r = a - p if a >= p (a < 2p, with an extra top carry word `hi`)
+template <class T>
+__device__ __forceinline__ void reduce_once(Elem<T>& r, const u32* a, u32 hi) {
+    u32 d[T::N];
+    u32 borrow = 0;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) {
+        u64 s = (u64)a[i] - T::P(i) - borrow;
+        d[i] = (u32)s;
+        borrow = (u32)(s >> 63);
+    }
+    bool use_d = hi != 0 || borrow == 0;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) r.v[i] = use_d ? d[i] : a[i];
+}
+
+// r = a + b over M limbs (r may be a or b); returns the carry out
+template <int M>
+__device__ __forceinline__ u32 limbs_add(const u32* a, const u32* b, u32* r) {
+    u32 c = 0;
+#pragma unroll
+    for (int i = 0; i < M; i++) {
+        u64 s = (u64)a[i] + b[i] + c;
+        r[i] = (u32)s;
+        c = (u32)(s >> 32);
+    }
+    return c;
+}
+
+// r = a - b over M limbs (r may be a or b); returns the borrow out
+template <int M>
+__device__ __forceinline__ u32 limbs_sub(const u32* a, const u32* b, u32* r) {
+    u32 borrow = 0;
+#pragma unroll
+    for (int i = 0; i < M; i++) {
+        u64 s = (u64)a[i] - b[i] - borrow;
+        r[i] = (u32)s;
+        borrow = (u32)(s >> 63);
+    }
+    return borrow;
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> add(const Elem<T>& a, const Elem<T>& b) {
+    u32 t[T::N];
+    u32 c = limbs_add<T::N>(a.v, b.v, t);
+    Elem<T> r;
+    reduce_once<T>(r, t, c);
+    return r;
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> sub(const Elem<T>& a, const Elem<T>& b) {
+    u32 t[T::N];
+    u32 mask = 0u - limbs_sub<T::N>(a.v, b.v, t);
+    u32 pm[T::N];  // add p back when it went negative
+#pragma unroll
+    for (int i = 0; i < T::N; i++) pm[i] = T::P(i) & mask;
+    Elem<T> r;
+    limbs_add<T::N>(t, pm, r.v);
+    return r;
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> neg(const Elem<T>& a) {
+    return sub<T>(Elem<T>::zero(), a);
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> dbl(const Elem<T>& a) {
+    return add<T>(a, a);
+}
+
+// Montgomery product a*b/2^(32N) mod p (CIOS).
+template <class T>
+__device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
+    constexpr int N = T::N;
+    u32 t[N + 2];
+#pragma unroll
+    for (int j = 0; j < N + 2; j++) t[j] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u32 c = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            u64 s = (u64)a.v[i] * b.v[j] + t[j] + c;
+            t[j] = (u32)s;
+            c = (u32)(s >> 32);
+        }
+        u64 s = (u64)t[N] + c;
+        t[N] = (u32)s;
+        t[N + 1] = (u32)(s >> 32);
+        u32 m = t[0] * T::NP0;
+        s = (u64)m * T::P(0) + t[0];
+        c = (u32)(s >> 32);
+#pragma unroll
+        for (int j = 1; j < N; j++) {
+            s = (u64)m * T::P(j) + t[j] + c;
+            t[j - 1] = (u32)s;
+            c = (u32)(s >> 32);
+        }
+        s = (u64)t[N] + c;
+        t[N - 1] = (u32)s;
+        t[N] = t[N + 1] + (u32)(s >> 32);
+    }
+    Elem<T> r;
+    reduce_once<T>(r, t, t[N]);
+    return r;
+}
+
+// Montgomery reduction of a 2N-limb value t < p R (SOS: N rows of m p added, then the high half):
+// t R^-1 mod p, fully reduced. t is overwritten.
+template <class T>
+__device__ __forceinline__ Elem<T> redc_wide(u32* t) {
+    constexpr int N = T::N;
+    u32 top = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u32 m = t[i] * T::NP0;
+        u32 cc = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            u64 s = (u64)m * T::P(j) + t[i + j] + cc;
+            t[i + j] = (u32)s;
+            cc = (u32)(s >> 32);
+        }
+        u64 s = (u64)t[i + N] + cc + top;
+        t[i + N] = (u32)s;
+        top = (u32)(s >> 32);
+    }
+    Elem<T> r;
+    reduce_once<T>(r, t + N, top);
+    return r;
+}
+
+// Montgomery square by SOS: the N(N-1)/2 cross products once, doubled, plus the N squares on the
+// diagonal, then N rows of reduction: N(N+3)/2 + N^2 partial products instead of the multiply's 2 N^2
+// (BLS12-381 Fq: 234 instead of 288). Same result as mul(a, a), fully reduced. Needs a < p < 2^(32N - 1)
+// (true of every field here), so that the doubled cross sum cannot overflow 2N limbs.
+template <class T>
+__device__ __forceinline__ Elem<T> sqr(const Elem<T>& a) {
+    constexpr int N = T::N;
+    u32 t[2 * N];
+#pragma unroll
+    for (int k = 0; k < 2 * N; k++) t[k] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u32 c = 0;
+#pragma unroll
+        for (int j = i + 1; j < N; j++) {
+            u64 s = (u64)a.v[i] * a.v[j] + t[i + j] + c;
+            t[i + j] = (u32)s;
+            c = (u32)(s >> 32);
+        }
+        if (i + 1 < N) t[i + N] = c;
+    }
+#pragma unroll
+    for (int k = 2 * N - 1; k > 0; k--) t[k] = (t[k] << 1) | (t[k - 1] >> 31);
+    t[0] <<= 1;
+    u32 c = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u64 s = (u64)a.v[i] * a.v[i] + t[2 * i] + c;
+        t[2 * i] = (u32)s;
+        u64 s2 = (u64)t[2 * i + 1] + (u32)(s >> 32);
+        t[2 * i + 1] = (u32)s2;
+        c = (u32)(s2 >> 32);
+    }
+    return redc_wide<T>(t);
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> to_mont(const Elem<T>& a) {
+    Elem<T> r2;
+#pragma unroll
+    for (int i = 0; i < T::N; i++) r2.v[i] = T::R2(i);
+    return mul<T>(a, r2);
+}
+
+template <class T>
+__device__ __forceinline__ Elem<T> from_mont(const Elem<T>& a) {
+    Elem<T> one_plain = Elem<T>::zero();
+    one_plain.v[0] = 1;
+    return mul<T>(a, one_plain);
+}
+
+// a^(p-2) = a^-1 (Fermat); 0 maps to 0. Only for setup/test paths: ~1.5 N multiplications per bit.
+// (The exponent's limbs come from the preamble: p - 2 borrows across limbs when the low limb is 1.)
+template <class T>
+__device__ __noinline__ Elem<T> inverse(OUTLINE_ARG(Elem<T>) a) {
+    Elem<T> r = Elem<T>::one();
+    for (int i = T::N - 1; i >= 0; i--) {
+        u32 e = T::PM2(i);
+        for (int b = 31; b >= 0; b--) {
+            r = mul<T>(r, r);
+            if ((e >> b) & 1u) r = mul<T>(r, a);
+        }
+    }
+    return r;
+}
+
+// Loads/stores of whole elements through 16-byte vectors (N is a multiple of 4).
+template <class T>
+__device__ __forceinline__ Elem<T> load(const Elem<T>* p) {
+    static_assert(T::N % 4 == 0, "elements are loaded as 16-byte vectors");
+    Elem<T> r;
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < T::N / 4; i++) {
+        uint4 x = q[i];
+        r.v[4 * i] = x.x;
+        r.v[4 * i + 1] = x.y;
+        r.v[4 * i + 2] = x.z;
+        r.v[4 * i + 3] = x.w;
+    }
+    return r;
+}
+
+template <class T>
+__device__ __forceinline__ void store(Elem<T>* p, const Elem<T>& a) {
+    uint4* q = reinterpret_cast<uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < T::N / 4; i++) q[i] = make_uint4(a.v[4 * i], a.v[4 * i + 1], a.v[4 * i + 2], a.v[4 * i + 3]);
+}
