@@ -22,11 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from cuzk import CuzkError
+from cuzk import CuzkError, curves
 from cuzk.backends import get_backend
 from cuzk.engine.config import load_config
 from cuzk.engine.devcircuit import make_dev_circuit
-from cuzk.field import fr
 from cuzk.groth16 import formats, verifier
 from cuzk.groth16.params import read_params
 from cuzk.groth16.zkey import read_zkey
@@ -37,6 +36,8 @@ from cuzk.server.daemon import Daemon
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "tests" / "fixtures" / "example"
+BN_EX = ROOT / "tests" / "fixtures" / "bn254" / "example"  # the same circom circuit over BN254 (bn128)
+BLS = curves.get("bls12_381")
 SNARKJS = ROOT / "node_modules" / ".bin" / "snarkjs"
 
 
@@ -72,13 +73,13 @@ def vk_of(dc):
 
 
 def check_proof(vk, res, part=0):
-    proof = formats.Proof.from_bytes(res.proofs[part])
-    assert formats.proof_from_json(res.proof_json[part]) == proof
+    proof = formats.Proof.from_bytes(res.proofs[part], vk.curve)
+    assert formats.proof_from_json(res.proof_json[part], curve=vk.curve) == proof
     assert verifier.verify(vk, res.public[part], proof)
 
 
-def public_of(wtns: bytes, n_public: int) -> list[int]:
-    return fr.to_ints(parse_wtns(wtns)[1 : n_public + 1])
+def public_of(wtns: bytes, n_public: int, curve=BLS) -> list[int]:
+    return curve.fr.to_ints(parse_wtns(wtns, curve=curve)[1 : n_public + 1])
 
 
 def metric(text: str, name: str, **labels) -> float:
@@ -115,13 +116,14 @@ def shared(dev):
         c.register("h10", dev["h10"].r1cs, zkey=dev["h10"].key)
         c.register("c10", dev["c10"].r1cs, params=dev["c10"].key)
         c.register("bigq", dev["big"].r1cs, zkey=dev["big"].key, max_queue=1)
-        c.register(
-            "example",
-            str(EX / "circuit.r1cs"),
-            zkey=str(EX / "circuit.zkey"),
-            wasm=str(EX / "circuit.wasm"),
-            sym=str(EX / "circuit.sym"),
-        )
+        for cid, folder in (("example", EX), ("example-bn254", BN_EX)):
+            c.register(
+                cid,
+                str(folder / "circuit.r1cs"),
+                zkey=str(folder / "circuit.zkey"),
+                wasm=str(folder / "circuit.wasm"),
+                sym=str(folder / "circuit.sym"),
+            )
         yield d, c
 
 
@@ -152,12 +154,19 @@ def test_concurrent_clients_all_verified(shared, dev, tmp_path):
     assert metric(c0.metrics(), "cuzk_proofs_completed_total", circuit="h10") >= 5
 
 
-def test_inputs_json_wasm_and_snarkjs_verifies(shared, tmp_path):
+@pytest.mark.parametrize("cid,folder", [("example", EX), ("example-bn254", BN_EX)], ids=["bls12_381", "bn254"])
+def test_inputs_json_wasm_and_snarkjs_verifies(shared, tmp_path, cid, folder):
     d, c = shared
-    inputs = json.loads((EX / "input.json").read_text())
-    res = c.prove("example", inputs=inputs)
-    assert res.public[0] == [int(x) for x in json.loads((EX / "public.json").read_text())]
-    check_proof(formats.read_vk_json(EX / "verification_key.json"), res)
+    inputs = json.loads((folder / "input.json").read_text())
+    res = c.prove(cid, inputs=inputs)
+    vk = formats.read_vk_json(folder / "verification_key.json")
+    assert res.public[0] == [int(x) for x in json.loads((folder / "public.json").read_text())]
+    check_proof(vk, res)
+    assert len(res.proofs[0]) == vk.curve.proof_bytes and res.proof_json[0]["curve"] == vk.curve.snarkjs_name
+    # the same circuit from a .wtns witness
+    res2 = c.prove(cid, witness=(folder / "witness.wtns").read_bytes())
+    check_proof(vk, res2)
+    assert res2.public[0] == res.public[0]
     (tmp_path / "proof.json").write_text(json.dumps(res.proof_json[0]))
     (tmp_path / "public.json").write_text(json.dumps([str(x) for x in res.public[0]]))
     assert SNARKJS.exists(), "snarkjs is missing: run `npm ci` (the test command does)"
@@ -166,7 +175,7 @@ def test_inputs_json_wasm_and_snarkjs_verifies(shared, tmp_path):
             str(SNARKJS),
             "groth16",
             "verify",
-            str(EX / "verification_key.json"),
+            str(folder / "verification_key.json"),
             str(tmp_path / "public.json"),
             str(tmp_path / "proof.json"),
         ],
@@ -175,6 +184,25 @@ def test_inputs_json_wasm_and_snarkjs_verifies(shared, tmp_path):
         timeout=120,
     )
     assert out.returncode == 0 and "OK!" in out.stdout, out.stdout + out.stderr
+
+
+def test_curve_mismatches_are_refused_in_one_line(shared):
+    d, c = shared
+    # a witness of one curve for a circuit of the other: refused at submission, naming both curves
+    for cid, folder in (("example", BN_EX), ("example-bn254", EX)):
+        with pytest.raises(DaemonError) as ei:
+            c.submit(cid, witness=(folder / "witness.wtns").read_bytes())
+        msg = str(ei.value)
+        assert ei.value.code == "INVALID_ARGUMENT" and "\n" not in msg, msg
+        assert "BN254" in msg and "BLS12-381" in msg and repr(cid) in msg, msg
+    # a key of one curve with an r1cs of the other: refused at registration
+    with pytest.raises(DaemonError) as ei:
+        c.register("mixed", str(BN_EX / "circuit.r1cs"), zkey=str(EX / "circuit.zkey"))
+    msg = str(ei.value)
+    assert ei.value.code == "INVALID_ARGUMENT" and "BLS12-381 key" in msg and "over BN254" in msg, msg
+    infos = {i["id"]: i for i in c.list_circuits()}
+    assert "mixed" not in infos
+    assert infos["example"]["curve"] == "bls12_381" and infos["example-bn254"]["curve"] == "bn254"
 
 
 def test_bad_requests_clear_errors_daemon_keeps_serving(shared, dev):
@@ -209,7 +237,7 @@ def test_bad_requests_clear_errors_daemon_keeps_serving(shared, dev):
 
     # a witness that violates a constraint: FAILED, naming the constraint and its signals
     w = parse_wtns((EX / "witness.wtns").read_bytes()).copy()
-    w[-1] = fr.from_ints([12345])[0]
+    w[-1] = BLS.fr.from_ints([12345])[0]
     res = c.prove("example", witness=wtns_bytes(w), check=False)
     assert res.status == "FAILED"
     assert "violates constraint" in res.error and "main." in res.error, res.error
@@ -586,7 +614,7 @@ def test_violation_found_after_self_check_failure_when_not_checked_upfront():
     with daemon(**{"synthesis.check_constraints": "on_failure"}) as (d, c):
         c.register("example", str(EX / "circuit.r1cs"), zkey=str(EX / "circuit.zkey"), sym=str(EX / "circuit.sym"))
         w = parse_wtns((EX / "witness.wtns").read_bytes()).copy()
-        w[-1] = fr.from_ints([777])[0]
+        w[-1] = BLS.fr.from_ints([777])[0]
         res = c.prove("example", witness=wtns_bytes(w), check=False)
         assert res.status == "FAILED"
         assert "self-check failed" in res.error and "violates constraint" in res.error and "main." in res.error

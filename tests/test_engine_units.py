@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cuzk import CuzkError
+from cuzk import CuzkError, curves
 from cuzk.backends import get_backend
 from cuzk.engine import config as cfgmod
 from cuzk.engine import srs as srsmod
@@ -23,7 +23,6 @@ from cuzk.engine.job import IllegalTransition, Job, JobRecord, JobState, Part
 from cuzk.engine.journal import Journal
 from cuzk.engine.registry import Circuit
 from cuzk.engine.scheduler import Scheduler
-from cuzk.field import fr
 from cuzk.groth16 import formats, prover, verifier
 from cuzk.groth16.backend import Device
 from cuzk.groth16.zkey import read_zkey
@@ -381,7 +380,7 @@ def gate(monkeypatch):
 
 def _bad_witness(dc, seed) -> bytes:
     w = parse_wtns(dc.witness(seed)).copy()
-    w[-1] = fr.from_ints([12345])[0]
+    w[-1] = curves.get("bls12_381").fr.from_ints([12345])[0]
     return wtns_bytes(w)
 
 
@@ -485,7 +484,7 @@ def test_partitions_of_one_job_spread_across_devices(dev, engines, two_cpu_devic
     assert [p.index for p in rec.partitions] == [0, 1, 2, 3]  # results in partition order
     for p, seed in zip(rec.partitions, range(40, 44)):
         w = parse_wtns(dc.witness(seed))
-        assert [int(x) for x in p.public] == fr.to_ints(w[1 : len(p.public) + 1])
+        assert [int(x) for x in p.public] == curves.get("bls12_381").fr.to_ints(w[1 : len(p.public) + 1])
 
 
 def test_finalizer_slots_are_per_device(tmp_path, two_cpu_devices):

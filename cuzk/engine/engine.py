@@ -285,7 +285,7 @@ class Engine:
             from ..r1cs.wtns import parse_wtns
 
             try:
-                w = parse_wtns(data, field, expected_wires=c.n_wires)
+                w = parse_wtns(data, field, expected_wires=c.n_wires, curve=c.curve, expected_what=f"circuit {c.id!r}")
             except FormatError as e:
                 raise InvalidArgument(str(e).replace("the circuit has", f"circuit {c.id!r} has")) from None
             return Part(i, kind, witness=w)

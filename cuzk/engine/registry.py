@@ -3,8 +3,8 @@
 A circuit is its R1CS (the PCE: constraint checks, and the wire densities bellperson keys need), its
 proving key (snarkjs .zkey or bellperson .params; the SRS manager owns the loaded forms), and optionally
 the circom witness generator (wasm) and signal names (sym). Registration checks the files and that the
-key belongs to the circuit (wire and public-signal counts), so a mismatch is reported at once rather
-than on the first proof.
+key belongs to the circuit (curve, wire and public-signal counts), so a mismatch is reported at once
+rather than on the first proof.
 """
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ import os
 import queue
 import struct
 import threading
+from typing import Any
 
 import numpy as np
 
-from .. import CuzkError
+from .. import CuzkError, curves
+from ..curves import Curve
 from ..r1cs.binfile import Reader, open_binfile
+from ..r1cs.witness import WitnessCalculator
 from .config import CircuitConfig
 from .errors import InvalidArgument
 
@@ -30,7 +33,9 @@ def _exists(path: str, what: str, where: str) -> None:
 
 
 class Circuit:
-    def __init__(self, spec: CircuitConfig, source: str = "config", calculators: int = 2):
+    """A registered circuit: its R1CS, its key's header facts, its witness calculators."""
+
+    def __init__(self, spec: CircuitConfig, source: str = "config", calculators: int = 2) -> None:
         self.spec = spec
         self.id = spec.id
         self.source = source
@@ -44,6 +49,7 @@ class Circuit:
         except CuzkError as e:
             raise InvalidArgument(f"{where}.r1cs: {e}") from None
         self.pce = self.r1cs.pce
+        self.curve: Curve = self.r1cs.curve
         self.n_wires = self.r1cs.n_wires
         self.n_public = self.r1cs.n_public
         self.n_constraints = self.r1cs.n_constraints
@@ -52,7 +58,7 @@ class Circuit:
         self._names_lock = threading.Lock()
         self._calc_max = max(1, calculators)
         self._calc_made = 0
-        self._calcs: queue.Queue = queue.Queue()
+        self._calcs: queue.Queue[WitnessCalculator] = queue.Queue()
         self._calc_lock = threading.Lock()
         if spec.wasm:
             self._put_calc(self._new_calc())  # compile now: a bad wasm is a registration error
@@ -66,7 +72,7 @@ class Circuit:
                 try:
                     r2 = Reader(bf.section(2, "groth16 header"), bf, 2, "groth16 header")
                     n8q = r2.u32("n8q")
-                    r2.bytes(n8q, "q")
+                    q = r2.integer(n8q, "q") if 0 < n8q <= 64 else -1
                     n8r = r2.u32("n8r")
                     r2.bytes(n8r, "r")
                     n_vars, n_public, domain = r2.u32("nVars"), r2.u32("nPublic"), r2.u32("domainSize")
@@ -74,8 +80,11 @@ class Circuit:
                     bf.close()
             except CuzkError as e:
                 raise InvalidArgument(f"{where}.zkey: {e}") from None
-            if n8q != 48:
-                raise InvalidArgument(f"{where}.zkey: {path}: not a BLS12-381 key (n8q = {n8q})")
+            key_curve = curves.by_base_prime(q)
+            if key_curve is None:
+                raise InvalidArgument(f"{where}.zkey: {path}: the key's base field (n8q = {n8q}) is not a supported curve's")
+            if key_curve != self.curve:
+                raise InvalidArgument(f"{where}.zkey: {path} is a {key_curve} key but the r1cs is over {self.curve}")
             if n_vars != self.n_wires or n_public != self.n_public:
                 raise InvalidArgument(
                     f"{where}.zkey: {path} is for a circuit of {n_vars} wires / {n_public} public signals, "
@@ -85,6 +94,8 @@ class Circuit:
                 raise InvalidArgument(f"{where}.zkey: {path}: domainSize {domain} is not a power of two")
             return domain.bit_length() - 1
         path = self.spec.params
+        if not self.curve.bellperson:
+            raise InvalidArgument(f"{where}.params: bellperson parameters are BLS12-381 keys, but the r1cs is over {self.curve}")
         try:
             with open(path, "rb") as fh:
                 head = fh.read(868)
@@ -117,23 +128,23 @@ class Circuit:
         return 32 * self.n_wires + 4 * 32 * self.domain_size + 480 * n
 
     # -- witnesses --------------------------------------------------------------------------------
-    def _new_calc(self):
-        from ..r1cs.witness import WitnessCalculator
-
+    def _new_calc(self) -> WitnessCalculator:
         try:
             calc = WitnessCalculator(self.spec.wasm, sym_path=self.spec.sym or None, log=lambda line: None)
         except CuzkError as e:
             raise InvalidArgument(f"circuit {self.id!r}.wasm: {e}") from None
+        if calc.curve != self.curve:
+            raise InvalidArgument(f"circuit {self.id!r}.wasm: computes {calc.curve} witnesses, the r1cs is over {self.curve}")
         if calc.n_wires != self.n_wires:
             raise InvalidArgument(f"circuit {self.id!r}.wasm: computes {calc.n_wires} wires, the r1cs has {self.n_wires}")
         with self._calc_lock:
             self._calc_made += 1
         return calc
 
-    def _put_calc(self, calc) -> None:
+    def _put_calc(self, calc: WitnessCalculator) -> None:
         self._calcs.put(calc)
 
-    def witness_from_inputs(self, inputs: dict) -> np.ndarray:
+    def witness_from_inputs(self, inputs: dict[str, Any]) -> np.ndarray:
         """Montgomery witness computed by the circuit's wasm (one calculator per concurrent caller)."""
         if not self.spec.wasm:
             raise InvalidArgument(f"circuit {self.id!r} has no wasm: send a witness (.wtns) instead of inputs_json")
@@ -144,7 +155,8 @@ class Circuit:
                 make = self._calc_made < self._calc_max
             calc = self._new_calc() if make else self._calcs.get()
         try:
-            return calc.calculate(inputs)
+            w: np.ndarray = calc.calculate(inputs)
+            return w
         finally:
             self._put_calc(calc)
 
@@ -179,9 +191,10 @@ class Circuit:
             desc += f" (signals {', '.join(shown)}{', ...' if len(wires) > 8 else ''})"
         return f"the witness violates {desc}; {bad.size} of {self.n_constraints} constraints fail"
 
-    def info(self) -> dict:
+    def info(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "curve": self.curve.name,
             "n_constraints": self.n_constraints,
             "n_wires": self.n_wires,
             "n_public": self.n_public,

@@ -31,16 +31,20 @@ import struct
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import CuzkError
+from .. import CuzkError, curves
 from ..curve import points as pts
 from ..groth16.backend import Backend, Device
 from ..groth16.keys import ProvingKey, VerifyingKey
 from ..r1cs.pce import CSR
 from .errors import FailedPrecondition, NotFound
 from .metrics import Metrics
+
+if TYPE_CHECKING:
+    from .registry import Circuit
 
 log = logging.getLogger("cuzk.srs")
 
@@ -54,17 +58,18 @@ _ALIGN = 64
 # the WARM cache file
 
 
-def write_warm(path: str | Path, pk: ProvingKey, meta: dict) -> int:
+def write_warm(path: str | Path, pk: ProvingKey, meta: dict[str, Any]) -> int:
     """Write ``pk`` as a cache file (atomically); returns its size."""
     vk = pk.vk
-    arrays: list[tuple[str, object, str, tuple]] = []
+    curve = pk.curve
+    arrays: list[tuple[str, Any, str, tuple[int, ...]]] = []
     for name in ("a", "b1", "b2", "l", "h"):
         arrays.append((f"raw.{name}", pk.raw[name], "u1", (len(pk.raw[name]),)))
-    g1 = pts.g1_to_lem([vk.alpha1, vk.beta1, vk.delta1] + list(vk.ic))
-    g2 = pts.g2_to_lem([vk.beta2, vk.gamma2, vk.delta2])
+    g1 = pts.to_lem(curve, 1, [vk.alpha1, vk.beta1, vk.delta1, *vk.ic])
+    g2 = pts.to_lem(curve, 2, [vk.beta2, vk.gamma2, vk.delta2])
     arrays.append(("vk.g1", g1, "u1", (len(g1),)))
     arrays.append(("vk.g2", g2, "u1", (len(g2),)))
-    ncols = {}
+    ncols: dict[str, int] = {}
     for mname in ("A", "B", "C"):
         m = getattr(pk, mname)
         if m is None:
@@ -77,7 +82,7 @@ def write_warm(path: str | Path, pk: ProvingKey, meta: dict) -> int:
         d = getattr(pk, dname)
         if d is not None:
             arrays.append((dname, np.ascontiguousarray(d, dtype=np.bool_), "|b1", d.shape))
-    layout = {}
+    layout: dict[str, list[Any]] = {}
     off = 0
     for name, data, dtype, shape in arrays:
         nbytes = memoryview(data).nbytes
@@ -86,6 +91,7 @@ def write_warm(path: str | Path, pk: ProvingKey, meta: dict) -> int:
     header = dict(
         meta,
         version=1,
+        curve=curve.name,
         style=pk.style,
         n_vars=pk.n_vars,
         n_public=pk.n_public,
@@ -113,47 +119,53 @@ def write_warm(path: str | Path, pk: ProvingKey, meta: dict) -> int:
     return size
 
 
-def read_warm_header(path: str | Path) -> dict | None:
+def read_warm_header(path: str | Path) -> dict[str, Any] | None:
     try:
         with open(path, "rb") as fh:
             head = fh.read(16)
             if len(head) < 16 or head[:8] != MAGIC:
                 return None
             (n,) = struct.unpack("<Q", head[8:])
-            return json.loads(fh.read(n))
+            header: dict[str, Any] = json.loads(fh.read(n))
+            return header
     except (OSError, ValueError):
         return None
 
 
-def map_warm(path: str | Path) -> tuple[ProvingKey, dict]:
+def map_warm(path: str | Path) -> tuple[ProvingKey, dict[str, Any]]:
     """A ProvingKey whose vectors and matrices are views of the mapped cache file (no parse, no copy)."""
     path = Path(path)
     with open(path, "rb") as fh:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)  # private, writable views; pages shared until written
     (n,) = struct.unpack("<Q", mm[8:16])
-    header = json.loads(bytes(mm[16 : 16 + n]))
+    header: dict[str, Any] = json.loads(bytes(mm[16 : 16 + n]))
     body = -(-(len(MAGIC) + 8 + n) // 4096) * 4096
     mv = memoryview(mm)
+    # files from before keys had curves were all BLS12-381 (the only curve cuzk had)
+    curve = curves.get(header.get("curve", "bls12_381"))
 
-    def buf(name):
+    def buf(name: str) -> memoryview:
         off, nbytes, _dt, _shape = header["arrays"][name]
         return mv[body + off : body + off + nbytes]
 
-    def arr(name):
+    def arr(name: str) -> np.ndarray:
         off, nbytes, dt, shape = header["arrays"][name]
         a = np.frombuffer(mm, dtype=np.dtype(dt), count=int(np.prod(shape)) if shape else 0, offset=body + off)
         return a.reshape(shape)
 
     what = f"{path}: verifying key"
     n_ic = header["n_ic"]
-    g1 = pts.g1_from_lem(buf("vk.g1"), 3 + n_ic, what)
-    g2 = pts.g2_from_lem(buf("vk.g2"), 3, what)
+    g1 = pts.from_lem(curve, 1, buf("vk.g1"), 3 + n_ic, what)
+    g2 = pts.from_lem(curve, 2, buf("vk.g2"), 3, what)
     vk = VerifyingKey(g1[0], g2[0], g2[1], g2[2], g1[3:], beta1=g1[1], delta1=g1[2])
     raw = {name: buf(f"raw.{name}") for name in ("a", "b1", "b2", "l", "h")}
     mats = {}
     for mname, ncols in header["n_cols"].items():
-        mats[mname] = CSR(arr(f"{mname}.row_ptr"), arr(f"{mname}.cols"), arr(f"{mname}.vals"), ncols)
-    dens = {d: (arr(d) if d in header["arrays"] else None) for d in ("a_aux_density", "b_inp_density", "b_aux_density")}
+        mats[mname] = CSR(arr(f"{mname}.row_ptr"), arr(f"{mname}.cols"), arr(f"{mname}.vals"), ncols, curve.fr)
+
+    def dens(d: str) -> np.ndarray | None:
+        return arr(d) if d in header["arrays"] else None
+
     pk = ProvingKey(
         header["style"],
         header["n_vars"],
@@ -164,10 +176,12 @@ def map_warm(path: str | Path) -> tuple[ProvingKey, dict]:
         mats["A"],
         mats["B"],
         mats.get("C"),
+        a_aux_density=dens("a_aux_density"),
+        b_inp_density=dens("b_inp_density"),
+        b_aux_density=dens("b_aux_density"),
         source=header.get("source", str(path)),
-        **dens,
     )
-    pk._objs["_mmap"] = mm  # keeps the mapping alive as long as the key
+    pk.keep_alive(mm)  # the mapping lives as long as the key
     return pk, header
 
 
@@ -176,7 +190,9 @@ def map_warm(path: str | Path) -> tuple[ProvingKey, dict]:
 
 
 class Entry:
-    def __init__(self, circuit):
+    """One circuit's key in the tiers: its COLD file, its WARM cache file and mapping, its HOT devices."""
+
+    def __init__(self, circuit: Circuit) -> None:
         self.circuit = circuit
         self.id = circuit.id
         self.key_path = circuit.spec.key_path()
@@ -226,7 +242,7 @@ class SrsManager:
         self._entries: dict[str, Entry] = {}
 
     # -- registry ---------------------------------------------------------------------------------
-    def register(self, circuit) -> None:
+    def register(self, circuit: Circuit) -> None:
         """Add the circuit's entry, or replace it (refused while a proof or a load uses the old one). A
         replacement with the same key keeps the loaded tiers; with another key, the old one's HOT copies
         and cache file go."""
@@ -439,6 +455,7 @@ class SrsManager:
                 with self._lock:
                     e.refs[device] = e.refs.get(device, 0) + 1
                     e.last_used = time.monotonic()
+                    assert e.pk is not None  # made WARM above, and referenced now: eviction skips it
                     pk = e.pk
         finally:
             with self._lock:
@@ -484,7 +501,7 @@ class SrsManager:
             return was, freed, e.tier()
 
     # -- status -----------------------------------------------------------------------------------
-    def status(self) -> list[dict]:
+    def status(self) -> list[dict[str, Any]]:
         now = time.monotonic()
         out = []
         with self._lock:

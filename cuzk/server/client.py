@@ -294,6 +294,7 @@ def _info(c) -> dict:
         "n_wires": c.n_wires,
         "n_public": c.n_public,
         "domain_log": c.domain_log,
+        "curve": c.curve,
         "tier": TIER_NAMES[c.tier],
         "source": c.source,
     }

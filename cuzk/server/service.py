@@ -290,6 +290,7 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
             domain_log=d["domain_log"],
             tier=d["tier"],
             source=d["source"],
+            curve=d["curve"],
         )
 
     @_rpc
