@@ -8,39 +8,39 @@ These run on CI. A fixture without a vector fails the test (regenerate with
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from test_interop import FIX, snarkjs_verifies
+from conftest import BLS, FIXTURES
+from test_interop import snarkjs_verifies
 
-from cuzk.field.constants import R
 from cuzk.groth16 import formats, verifier
 
-VEC = Path(__file__).resolve().parent / "vectors" / "gpu"
-FIXTURES = sorted(d.name for d in FIX.iterdir() if (d / "circuit.zkey").exists())
+VEC = FIXTURES.parent / "vectors" / "gpu"
+# the BLS12-381 circom fixtures (tests/fixtures/<name>; the GPU vectors are BLS12-381 proofs)
+CIRCUITS = sorted(d.name for d in FIXTURES.iterdir() if (d / "circuit.zkey").exists())
 
 
 def test_every_fixture_has_a_gpu_vector():
-    assert FIXTURES, "no circom fixtures found"
-    missing = [f for f in FIXTURES if not (VEC / f"{f}.proof.json").exists()]
+    assert CIRCUITS, "no circom fixtures found"
+    missing = [f for f in CIRCUITS if not (VEC / f"{f}.proof.json").exists()]
     assert not missing, f"no GPU-made proof for {missing} in {VEC}"
 
 
-@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize("name", CIRCUITS)
 def test_gpu_proof_verifies_with_snarkjs_and_ours(name, tmp_path):
     meta = json.loads((VEC / f"{name}.meta.json").read_text())
     assert meta["backend"] == "gpu" and "H200" in meta["device"], meta
     proof_json, public_json = VEC / f"{name}.proof.json", VEC / f"{name}.public.json"
-    vk_json = FIX / name / "verification_key.json"
+    vk_json = FIXTURES / name / "verification_key.json"
     assert snarkjs_verifies(vk_json, public_json, proof_json)
-    proof = formats.read_proof_json(proof_json)
-    public = formats.read_public_json(public_json)
     vk = formats.read_vk_json(vk_json)
+    proof = formats.read_proof_json(proof_json, vk.curve)
+    public = formats.read_public_json(public_json, vk.curve)
     assert verifier.verify(vk, public, proof)
     # the 192-byte (bellperson layout) encoding holds the same proof
-    assert formats.Proof.from_bytes((VEC / f"{name}.proof.bin").read_bytes()).to_bytes() == proof.to_bytes()
+    assert formats.Proof.from_bytes((VEC / f"{name}.proof.bin").read_bytes(), BLS).to_bytes() == proof.to_bytes()
     # and it is a proof of this statement only: another public input is rejected by both verifiers
-    bad = [(public[0] + 1) % R] + public[1:]
+    bad = [(public[0] + 1) % vk.curve.r] + public[1:]
     formats.write_public_json(tmp_path / "bad.json", bad)
     assert not verifier.verify(vk, bad, proof)
     assert not snarkjs_verifies(vk_json, tmp_path / "bad.json", proof_json)

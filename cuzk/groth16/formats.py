@@ -300,12 +300,13 @@ def read_vk_json(path: str | os.PathLike[str]) -> VerifyingKey:
 
 
 def _p256(x: int) -> str:
-    return "0x" + format(x, "x").rjust(64, "0")
+    """snarkjs' p256: a quoted hex string of at least 64 digits."""
+    return '"0x' + format(x, "x").rjust(64, "0") + '"'
 
 
 def solidity_calldata(p: Proof, public: list[int]) -> str:
     """The arguments of a Solidity Groth16 verifier's ``verifyProof(a, b, c, input)``, in the exact text
-    ``snarkjs zkey export soliditycalldata`` prints: 32-byte hex words, G2 coordinates as (c1, c0)."""
+    ``snarkjs zkey export soliditycalldata`` prints: quoted 32-byte hex words, G2 coordinates as (c1, c0)."""
     a = pts.to_ints(p.curve, p.a) or (0, 1)
     b = pts.to_ints(p.curve, p.b) or (0, 0, 1, 0)
     c = pts.to_ints(p.curve, p.c) or (0, 1)
