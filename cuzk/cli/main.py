@@ -96,6 +96,16 @@ def load_proof(path: str, curve):
     return formats.read_proof_json(path, curve)
 
 
+def _curve(name: str):
+    """The curve named by a --curve option; an unknown name is a usage error (one line), not a traceback."""
+    from .. import curves
+
+    try:
+        return curves.get(name)
+    except curves.CurveError as e:
+        raise CuzkError(f"--curve: {e}") from None
+
+
 # ---------------------------------------------------------------------------------------------
 # verbs
 
@@ -291,12 +301,11 @@ def cmd_witness(a) -> int:
 
 
 def cmd_synth_circuit(a) -> int:
-    from .. import curves
     from ..r1cs import synthetic
     from ..r1cs.r1cs import write_r1cs
     from ..r1cs.wtns import write_wtns
 
-    curve = curves.get(a.curve)
+    curve = _curve(a.curve)
     n = a.constraints if a.constraints else synthetic.fit_domain(a.shape, a.domain)
     c = synthetic.make(a.shape, n, curve=curve)
     os.makedirs(a.output, exist_ok=True)
@@ -317,9 +326,7 @@ def cmd_export_calldata(a) -> int:
     if a.proof.endswith(".json") or _looks_json(a.proof):
         proof = formats.read_proof_json(a.proof)
     else:
-        from .. import curves
-
-        proof = load_proof(a.proof, curves.get(a.curve))
+        proof = load_proof(a.proof, _curve(a.curve))
     print(formats.solidity_calldata(proof, public))
     return EXIT_OK
 
