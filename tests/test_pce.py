@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import CURVES, fixture_dir, on_curves
+from conftest import BLS, BN254, CURVES, fixture_dir, on_curves
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -126,7 +126,7 @@ def test_matvec_out_and_shape_check(C):
 
 def test_matvec_field_is_the_matrix_or_given():
     # the same coefficients reduce differently in each field: the matrix's field is used, or the one passed
-    bls, bn = (c.fr for c in CURVES)
+    bls, bn = BLS.fr, BN254.fr
     m = CSR.from_rows([{0: bn.p + 1}], 1, bls)  # a BLS12-381 coefficient above BN254's r
     w = [bn.p - 1]
     assert bls.to_ints(m.matvec(bls.from_ints(w))) == [(bn.p + 1) * (bn.p - 1) % bls.p]
