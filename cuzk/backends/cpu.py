@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..curve import library
+from ..curve.points import PointError
 from ..field.ntt import domain
 from ..groth16.backend import Device, Memory
 from ..groth16.keys import VECTOR_GROUPS, ProvingKey
@@ -37,10 +38,15 @@ class CpuKey:
 
     def __init__(self, pk: ProvingKey):
         lib = pk.curve.lib
-        self.bases = {
-            name: lib.load_bases(g, pk.raw[name], pk.count(name), f"{pk.source}: {name} points")
-            for name, g in VECTOR_GROUPS.items()
-        }
+        self.bases = {}
+        for name, g in VECTOR_GROUPS.items():
+            what = f"{pk.source}: {name} points"
+            try:
+                self.bases[name] = lib.load_bases(g, pk.raw[name], pk.count(name), what)
+            except PointError:
+                raise
+            except ValueError as e:  # a library's own error for a bad point: the same one-line error as ours
+                raise PointError(str(e) if str(e).startswith(what) else f"{what}: {e}") from None
         self.finite = {name: np.flatnonzero(pk.nonzero_mask(name)) for name in ("a", "b1", "b2")}
         self.nbytes = resident_bytes(pk)
         self.holders: set[str] = set()
