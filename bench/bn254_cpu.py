@@ -11,6 +11,7 @@ and a busy neighbour shows up as a wide spread.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -24,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cuzk.curve import _bn254_msm as ms  # noqa: E402
-from cuzk.curve import bn254 as L  # noqa: E402
+from cuzk.curve import _bn254_msm as ms
+from cuzk.curve import bn254 as L
 
 R = L.R
 
@@ -113,7 +114,7 @@ def main(argv=None) -> int:
                 for th in threads:
                     record(
                         f"G{group} MSM 2^{lg} random, {th} thr",
-                        timeit(lambda: L.msm(group, bases, sc_rand[:n], threads=th), args.repeat),
+                        timeit(functools.partial(L.msm, group, bases, sc_rand[:n], threads=th), args.repeat),
                         group=group,
                         log_n=lg,
                         threads=th,
@@ -121,7 +122,7 @@ def main(argv=None) -> int:
                     )
                     record(
                         f"G{group} MSM 2^{lg} 0/1/small, {th} thr",
-                        timeit(lambda: L.msm(group, bases, sc_small[:n], threads=th), args.repeat),
+                        timeit(functools.partial(L.msm, group, bases, sc_small[:n], threads=th), args.repeat),
                         group=group,
                         log_n=lg,
                         threads=th,
@@ -145,7 +146,7 @@ def main(argv=None) -> int:
             for th in threads:
                 record(
                     f"G{group} fixed_base_mul 2^16, {th} thr",
-                    timeit(lambda: L.fixed_base_mul(group, base, sc, threads=th), max(1, args.repeat // 2)),
+                    timeit(functools.partial(L.fixed_base_mul, group, base, sc, threads=th), max(1, args.repeat // 2)),
                     group=group,
                     threads=th,
                 )
@@ -167,7 +168,7 @@ def main(argv=None) -> int:
                 m = 1 << lg
                 record(
                     f"BLS12-381 G1 MSM 2^{lg} (arkworks, 1 thr)",
-                    timeit(lambda: ark.G1Point.multiexp_unchecked(pts[:m], scs[:m]), max(1, args.repeat // 2)),
+                    timeit(functools.partial(ark.G1Point.multiexp_unchecked, pts[:m], scs[:m]), max(1, args.repeat // 2)),
                 )
     if want("pyecc"):
         from py_ecc import optimized_bn128 as ob
