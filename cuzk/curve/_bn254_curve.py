@@ -196,46 +196,34 @@ def _st(out, P):
     fstore(out, 0, 2 * k, P[2])
 
 
-@nb.njit(cache=True)
-def k_add(w, a, b, out):
-    X1, Y1, Z1 = _ld(w, a)
-    X2, Y2, Z2 = _ld(w, b)
-    _st(out, jac_add(X1, Y1, Z1, X2, Y2, Z2))
+OP_ADD, OP_DBL, OP_NEG, OP_MUL, OP_EQ, OP_AFFINE = range(6)
 
 
 @nb.njit(cache=True)
-def k_dbl(w, a, out):
+def k_point(w, op, a, b, s, out):
+    """One kernel for every single-point operation of the Python objects (one compilation per group
+    instead of one per operation: the G2 formulas are large and each kernel re-optimised its own copy).
+    a, b: (1, 3 words) Jacobian rows; s: 4-limb canonical scalar; out: (1, 3 words), or (1, 2 words)
+    affine for OP_AFFINE. Returns the comparison for OP_EQ, else 0."""
     X, Y, Z = _ld(w, a)
-    _st(out, jac_dbl(X, Y, Z))
-
-
-@nb.njit(cache=True)
-def k_neg(w, a, out):
-    X, Y, Z = _ld(w, a)
-    _st(out, (X, fneg(Y), Z))
-
-
-@nb.njit(cache=True)
-def k_mul(w, a, s, out):
-    X, Y, Z = _ld(w, a)
-    _st(out, jac_mul(X, Y, Z, s))
-
-
-@nb.njit(cache=True)
-def k_eq(w, a, b):
-    X1, Y1, Z1 = _ld(w, a)
-    X2, Y2, Z2 = _ld(w, b)
-    return jac_eq(X1, Y1, Z1, X2, Y2, Z2)
-
-
-@nb.njit(cache=True)
-def k_affine(w, a, out):
-    """Jacobian row -> affine Montgomery row x || y (zeros for the identity)."""
-    X, Y, Z = _ld(w, a)
-    x, y = jac_to_affine(X, Y, Z)
-    k = fwords(w)
-    fstore(out, 0, 0, x)
-    fstore(out, 0, k, y)
+    if op == OP_ADD:
+        X2, Y2, Z2 = _ld(w, b)
+        _st(out, jac_add(X, Y, Z, X2, Y2, Z2))
+    elif op == OP_DBL:
+        _st(out, jac_dbl(X, Y, Z))
+    elif op == OP_NEG:
+        _st(out, (X, fneg(Y), Z))
+    elif op == OP_MUL:
+        _st(out, jac_mul(X, Y, Z, s))
+    elif op == OP_EQ:
+        X2, Y2, Z2 = _ld(w, b)
+        return 1 if jac_eq(X, Y, Z, X2, Y2, Z2) else 0
+    elif op == OP_AFFINE:
+        x, y = jac_to_affine(X, Y, Z)
+        k = fwords(w)
+        fstore(out, 0, 0, x)
+        fstore(out, 0, k, y)
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------

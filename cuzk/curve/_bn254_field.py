@@ -5,13 +5,14 @@ An Fq element is a 4-tuple of uint64 limbs (little-endian, Montgomery form x * 2
 reduced); an Fq2 element is the pair (c0, c1) of Fq tuples for c0 + c1 u.
 
 The arithmetic (``fmul``, ``fsqr``, ``fadd``, ``fsub``, ``fdbl``, ``fneg``, ...) is made of numba
-*intrinsics* that emit LLVM IR straight into the caller, and each is generic: it looks at its
-argument's type when the caller is typed and emits the Fq or the Fq2 operation. So the point formulas
-and the MSM kernels are written once and compiled once per group (G1 over Fq, G2 over Fq2), and no
-field operation is ever a function call. (Plain ``njit`` helpers were calls: LLVM does not inline a
-~200-instruction multiply at a dozen call sites, and each call moved its tuples through memory; numba's
-own ``inline="always"`` inlines at the IR level and took ten minutes to compile the library. NOTES.md,
-"BN254 CPU point library".)
+*intrinsics*, each generic: it looks at its argument's type when the caller is typed and emits the Fq
+or the Fq2 operation, so the point formulas and the MSM kernels are written once and compiled once per
+group (G1 over Fq, G2 over Fq2). Additions and subtractions are LLVM IR emitted into the caller; the
+multiply and square are one compiled function per field (``compile_internal``) called from every use.
+(Plain ``njit`` helpers for everything were indirect calls with their tuples moved through memory: a G1
+mixed addition 333 ns against 198-225 ns now; numba's ``inline="always"`` took ten minutes to compile
+the library; inlining the multiply everywhere made the G2 kernels ~3x slower to compile and no
+faster. NOTES.md, "BN254 CPU point library".)
 
 The multiply is CIOS Montgomery without the carry word ("no-carry", valid since q's top limb is below
 2^63 - 1), with q and -q^-1 mod 2^64 as constants. Because 4q < 2^256 it also accepts operands below 2q
@@ -232,8 +233,66 @@ def _f2_each2(f):
     return lambda e, a, x: [f(e, a[0], x[0]), f(e, a[1], x[1])]
 
 
-fmul = intrinsic(_binary(lambda e, a, x: e.mul(a, x), lambda e, a, x: e.f2_mul(a, x)))
-fsqr = intrinsic(_unary(lambda e, a: e.mul(a, a), lambda e, a: e.f2_sqr(a)))
+_fq_mul_inline = intrinsic(_binary(lambda e, a, x: e.mul(a, x), None))
+
+
+def _fq_mul_impl(a, x):
+    return _fq_mul_inline(a, x)
+
+
+def _fq_sqr_impl(a):
+    return _fq_mul_inline(a, a)
+
+
+def _f2_mul_impl(a, x):
+    """Karatsuba, the sums a0 + a1 and x0 + x1 left unreduced (< 2q)."""
+    v0 = fmul(a[0], x[0])
+    v1 = fmul(a[1], x[1])
+    s = fmul(_add_lazy(a[0], a[1]), _add_lazy(x[0], x[1]))
+    return fsub(v0, v1), fsub(fsub(s, v0), v1)
+
+
+def _f2_sqr_impl(a):
+    """(a0 + a1)(a0 - a1) + 2 a0 a1 u."""
+    t = fmul(a[0], a[1])
+    return fmul(_add_lazy(a[0], a[1]), fsub(a[0], a[1])), fadd(t, t)
+
+
+def _called(impl1, impl2, nargs: int):
+    """An intrinsic whose Fq / Fq2 body is one compiled function per type (context.compile_internal),
+    called from every use: a multiply inlined at every use made the G2 formulas ~3x slower to compile and
+    no faster (NOTES.md)."""
+
+    if nargs == 1:
+
+        def typer1(typingctx, a):
+            k = _kind(a)
+            if not k:
+                return None
+
+            def codegen(context, builder, sig, args):
+                return context.compile_internal(builder, impl1 if k == 1 else impl2, sig, args)
+
+            return a(a), codegen
+
+        return typer1
+
+    def typer2(typingctx, a, x):
+        k = _kind(a)
+        if not k or a != x:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return context.compile_internal(builder, impl1 if k == 1 else impl2, sig, args)
+
+        return a(a, x), codegen
+
+    return typer2
+
+
+fmul = intrinsic(_called(_fq_mul_impl, _f2_mul_impl, 2))
+fsqr = intrinsic(_called(_fq_sqr_impl, _f2_sqr_impl, 1))
+_add_lazy = intrinsic(_binary(lambda e, a, x: e.add_lazy(a, x), None))
 fadd = intrinsic(_binary(lambda e, a, x: e.add(a, x), _f2_each2(lambda e, a, x: e.add(a, x))))
 fsub = intrinsic(_binary(lambda e, a, x: e.sub(a, x), _f2_each2(lambda e, a, x: e.sub(a, x))))
 fdbl = intrinsic(_unary(lambda e, a: e.add(a, a), _f2_each(lambda e, a: e.add(a, a))))

@@ -277,7 +277,7 @@ class _Point:
 
     def _affine_mont(self) -> np.ndarray:
         out = np.empty((1, 2 * self._words), dtype=np.uint64)
-        _cv.k_affine(self._w, self._j, out)
+        _cv.k_point(self._w, _cv.OP_AFFINE, self._j, self._j, _NO_SCALAR, out)
         return out
 
     def to_xy_bytes_le(self) -> bytes:
@@ -301,7 +301,7 @@ class _Point:
     def __add__(self, o):
         self._check(o)
         out = np.empty_like(self._j)
-        _cv.k_add(self._w, self._j, o._j, out)
+        _cv.k_point(self._w, _cv.OP_ADD, self._j, o._j, _NO_SCALAR, out)
         return self._of(out)
 
     def __sub__(self, o):
@@ -309,19 +309,19 @@ class _Point:
 
     def __neg__(self):
         out = np.empty_like(self._j)
-        _cv.k_neg(self._w, self._j, out)
+        _cv.k_point(self._w, _cv.OP_NEG, self._j, self._j, _NO_SCALAR, out)
         return self._of(out)
 
     def double(self):
         out = np.empty_like(self._j)
-        _cv.k_dbl(self._w, self._j, out)
+        _cv.k_point(self._w, _cv.OP_DBL, self._j, self._j, _NO_SCALAR, out)
         return self._of(out)
 
     def __mul__(self, s):
         if not isinstance(s, (Scalar, int, np.integer)):
             return NotImplemented
         out = np.empty_like(self._j)
-        _cv.k_mul(self._w, self._j, _scalar_limbs(s), out)
+        _cv.k_point(self._w, _cv.OP_MUL, self._j, self._j, _scalar_limbs(s), out)
         return self._of(out)
 
     __rmul__ = __mul__
@@ -329,7 +329,7 @@ class _Point:
     def __eq__(self, o) -> bool:
         if type(o) is not type(self):
             return NotImplemented
-        return bool(_cv.k_eq(self._w, self._j, o._j))
+        return _cv.k_point(self._w, _cv.OP_EQ, self._j, o._j, _NO_SCALAR, self._j) == 1
 
     def __hash__(self) -> int:
         return hash((self._group, self.to_xy_bytes_le()))
@@ -347,7 +347,7 @@ class _Point:
         if self._group == 1:
             return self.is_on_curve()
         out = np.empty_like(self._j)
-        _cv.k_mul(self._w, self._j, _R_LIMBS, out)
+        _cv.k_point(self._w, _cv.OP_MUL, self._j, self._j, _R_LIMBS, out)
         return not out[0, 16:24].any()
 
     @classmethod
@@ -440,6 +440,7 @@ def _validate_canonical(group: int, rows: np.ndarray) -> np.ndarray:
 
 _R2_T = tuple(np.uint64(v) for v in limbs4(pow(2, 512, Q)))
 _R_LIMBS = np.array(limbs4(R), dtype=np.uint64)
+_NO_SCALAR = np.zeros(4, dtype=np.uint64)
 _G1_GEN = G1Point._from_affine_mont(_to_mont_rows(_ints_to_rows([1, 2], 8)))
 
 
