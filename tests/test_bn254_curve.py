@@ -366,6 +366,13 @@ def test_lem_round_trip_and_load_bases_errors(group):
     with pytest.raises(ValueError, match="bytes"):
         L.load_bases(group, raw[:-1], 7)
     assert L.load_bases(group, b"", 0).shape == (0, 8 * group)
+    # an MSM straight on the loaded (read-only, bytes-backed) view
+    assert not arr.flags.writeable
+    sc = [rand_scalar() for _ in range(7)]
+    want = cls.identity()
+    for p, s in zip(pts, sc, strict=True):
+        want = want + p * s
+    assert L.msm(group, arr, limbs(sc)) == want
 
 
 # ---------------------------------------------------------------------------------------------
