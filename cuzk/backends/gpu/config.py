@@ -38,7 +38,6 @@ REGISTER_CAPS = (
     ("acc2_minb", "msm", "CUZK_ACC2_MINB", 2),
     ("ntt_minb", "ntt", "CUZK_NTT_MINB", 3),
 )
-_CAP_DEFAULTS = {name: default for name, _, _, default in REGISTER_CAPS}
 
 
 def _f(default, env: str, doc: str, choices: tuple = (), kind: str = ""):
@@ -59,7 +58,7 @@ class GpuConfig:
         "the copy into the pinned staging buffer on every core or on one thread (2^26: 102 vs 272 ms)",
         ("parallel", "single"),
     )
-    # NTT (ntt.py)
+    # NTT (ntt_batch: backend.py; the others: ntt.py)
     ntt_batch: bool = _f(True, "CUZK_NTT_BATCH", "the prover's a, b, c in one batched NTT launch per pass (else one by one)")
     ntt_radix: int = _f(4, "CUZK_NTT_RADIX", "butterfly stages per barrier: radix 4 (two) or radix 2 (one)", (4, 2))
     ntt_plan: str = _f(

@@ -175,7 +175,7 @@ def _accumulate_even(
 ) -> tuple[cupy.ndarray, int]:
     """Even accumulation of bucket-sorted ``entries`` (``bounds``: total + 1 bucket offsets), then the
     tree rounds that combine each bucket's pieces; returns (partials, S): bucket b's sum is in slot
-    b + bounds[b] // S (see bucket_value in msm.cu). ``max_count``: the largest bucket."""
+    b + bounds[b] // S (see bucket_value in kernels/msm_accumulate.cuh). ``max_count``: the largest bucket."""
     S = even_chunk(n_entries)
     nthreads = -(-n_entries // S)
     partials = _poisoned((total + nthreads, XYZZ_WORDS[group]))  # slots b + t; the unused ones are never read
