@@ -14,7 +14,6 @@ import numba as nb
 import numpy as np
 
 from ._bn254_field import (
-    FQ_ONE,
     FQ_ZERO,
     fadd,
     fcurve_b,
@@ -254,6 +253,33 @@ def k_validate(w, pts, lo, hi, flags):
             flags[i] = 0 if on_curve(x, y) else 2
 
 
+@nb.njit(cache=True)
+def k_point_from_canonical(w, raw, r2, out):
+    """One canonical affine row (1, 2 words) -> a Jacobian Montgomery row out (1, 3 words). Returns 0,
+    1 (a coordinate >= q) or 2 (off the curve); the zero row is the identity."""
+    k = fwords(w)
+    zero = True
+    for j in range(0, 2 * k, 4):
+        if not fq_below((raw[0, j], raw[0, j + 1], raw[0, j + 2], raw[0, j + 3])):
+            return 1
+        if (raw[0, j] | raw[0, j + 1] | raw[0, j + 2] | raw[0, j + 3]) != _Z:
+            zero = False
+    if zero:
+        _st(out, jac_identity(w))
+        return 0
+    mont = np.empty((1, 2 * k), dtype=np.uint64)
+    for j in range(0, 2 * k, 4):
+        mont[0, j], mont[0, j + 1], mont[0, j + 2], mont[0, j + 3] = fq_mul(
+            (raw[0, j], raw[0, j + 1], raw[0, j + 2], raw[0, j + 3]), r2
+        )
+    x = fload(w, mont, 0, 0)
+    y = fload(w, mont, 0, k)
+    if not on_curve(x, y):
+        return 2
+    _st(out, (x, y, fone(w)))
+    return 0
+
+
 @nb.njit(nogil=True, cache=True)
 def jac_rows_to_affine(w, jac, out, lo, hi, scratch):
     """Jacobian rows jac[lo:hi] -> affine Montgomery rows out[lo:hi] (identity -> zeros), one field
@@ -279,31 +305,27 @@ def jac_rows_to_affine(w, jac, out, lo, hi, scratch):
         fstore(out, i, k, fmul(fload(w, jac, i, k), fmul(zi2, zi)))
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(nogil=True, cache=True)
 def k_rows_from_mont(rows, out):
-    """Montgomery Fq limbs -> canonical, for every 4-word group of every row."""
+    """Montgomery Fq limbs -> canonical, for every 4-word group of every row. (Serial: the callers
+    convert one point or one GT value, and a parallel region cost 7 ms to start on a busy machine.)"""
     n = rows.shape[0]
     m = rows.shape[1]
     one = (_U1, _Z, _Z, _Z)
-    for i in nb.prange(n):
+    for i in range(n):
         for j in range(0, m, 4):
             out[i, j], out[i, j + 1], out[i, j + 2], out[i, j + 3] = fq_mul(
                 (rows[i, j], rows[i, j + 1], rows[i, j + 2], rows[i, j + 3]), one
             )
 
 
-_R2 = None  # set below (2^512 mod q, for canonical -> Montgomery)
-
-
-@nb.njit(parallel=True, cache=True)
+@nb.njit(nogil=True, cache=True)
 def k_rows_to_mont(rows, out, r2):
+    """Canonical Fq limbs -> Montgomery (times r2 = 2^512 mod q), every 4-word group of every row."""
     n = rows.shape[0]
     m = rows.shape[1]
-    for i in nb.prange(n):
+    for i in range(n):
         for j in range(0, m, 4):
             out[i, j], out[i, j + 1], out[i, j + 2], out[i, j + 3] = fq_mul(
                 (rows[i, j], rows[i, j + 1], rows[i, j + 2], rows[i, j + 3]), r2
             )
-
-
-__all__ = ["FQ_ONE", "W1", "W2", "fq_mul", "witness"]

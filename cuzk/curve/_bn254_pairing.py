@@ -32,7 +32,6 @@ from ._bn254_field import (
     FQ_ZERO,
     B2x3_MONT,
     Q,
-    R,
     f2_add,
     f2_conj,
     f2_dbl,
@@ -542,6 +541,3 @@ def k_f12_pow(a, bits, out):
         if bits[i]:
             r = f12_mul(r, f)
     f12_store(out, r)
-
-
-__all__ = ["R"]

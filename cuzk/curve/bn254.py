@@ -250,12 +250,13 @@ class _Point:
         if len(raw) != size:
             raise ValueError(f"{cls.__name__}: expected {size} bytes, got {len(raw)}")
         aff = np.frombuffer(bytes(raw), dtype="<u8").reshape(1, 2 * cls._words).astype(np.uint64)
-        flags = _validate_canonical(cls._group, aff)
-        if flags[0] == 1:
+        out = np.empty((1, 3 * cls._words), dtype=np.uint64)
+        flag = _cv.k_point_from_canonical(cls._w, aff, _R2_T, out)
+        if flag == 1:
             raise ValueError(f"{cls.__name__}: a coordinate is not below the base field modulus q")
-        if flags[0] == 2:
+        if flag == 2:
             raise ValueError(f"{cls.__name__}: point is not on the curve")
-        return cls._of(cls._from_affine_mont(_to_mont_rows(aff)))
+        return cls._of(out)
 
     @classmethod
     def from_xy_bytes_le(cls, raw: bytes):
@@ -424,17 +425,6 @@ def _validate_mont(group: int, rows: np.ndarray) -> np.ndarray:
     w = _cv.witness(group)
     step = 1 << 14
     _ms.run_tasks(lambda t: _cv.k_validate(w, rows, t * step, min(n, (t + 1) * step), flags), -(-n // step), _ms.cpu_count())
-    return flags
-
-
-def _validate_canonical(group: int, rows: np.ndarray) -> np.ndarray:
-    """Flags for canonical rows: the range check is the same in either form; the curve check runs on the
-    Montgomery form of the rows that passed it."""
-    flags = _validate_mont(group, rows)
-    ok = flags != 1
-    if ok.any():
-        mont = _to_mont_rows(np.ascontiguousarray(rows[ok]))
-        flags[ok] = _validate_mont(group, mont)
     return flags
 
 
