@@ -1,9 +1,17 @@
 """BN254 multi-scalar multiplication and fixed-base multiplication (numba kernels + thread driver).
 
-MSM: Pippenger with signed c-bit digits (2^(c-1) buckets per window). Scalars are recoded once into
-a (windows, k) int32 digit array; each window is an independent task (bucket accumulation with mixed
-additions, then the running-sum reduction) taken from a shared queue by ``threads`` workers, the
-caller's thread being one of them; window sums are combined by Horner's rule. Kernels release the GIL.
+MSM: Pippenger with signed c-bit digits (2^(c-1) buckets per window; the number of windows follows
+the largest scalar's bit length, so 0/1/small scalars cost one or two windows). Scalars are recoded
+once into a (windows, k) int32 digit array; each window (or window x point chunk) is an independent
+task taken from a shared counter by ``threads`` workers, the caller's thread being one of them; window
+sums are combined by Horner's rule. Buckets accumulate in affine coordinates, additions batched over
+distinct buckets with one shared inversion (:func:`k_window_ba`); small windows use Jacobian buckets
+and mixed additions (:func:`k_window`). Then the running-sum reduction in Jacobian coordinates.
+
+Fixed-base: a table of signed window multiples of the base, rows accumulated in affine coordinates
+window by window with one inversion per window and chunk (:func:`k_fb_mul_ba`).
+
+Kernels release the GIL. Measurements and what was tried: NOTES.md, "BN254 CPU point library".
 """
 
 from __future__ import annotations

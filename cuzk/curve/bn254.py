@@ -207,8 +207,7 @@ class _Point:
     __slots__ = ("_j",)
     _group = 0
     _words = 0
-    _w = None
-    _gen: tuple = ()
+    _w: tuple = ()  # the kernels' type witness (a zero of the group's field)
 
     def __init__(self):
         self._j = self._gen_row().copy()
@@ -488,12 +487,12 @@ class GT:
     def _pairs(g1s: Sequence[G1Point], g2s: Sequence[G2Point]) -> tuple[np.ndarray, np.ndarray, int]:
         if len(g1s) != len(g2s):
             raise ValueError(f"pairing: {len(g1s)} G1 points but {len(g2s)} G2 points")
-        for p in g1s:
-            if not isinstance(p, G1Point):
-                raise TypeError(f"pairing: expected G1Point, got {type(p).__name__}")
-        for p in g2s:
-            if not isinstance(p, G2Point):
-                raise TypeError(f"pairing: expected G2Point, got {type(p).__name__}")
+        for p1 in g1s:
+            if not isinstance(p1, G1Point):
+                raise TypeError(f"pairing: expected G1Point, got {type(p1).__name__}")
+        for p2 in g2s:
+            if not isinstance(p2, G2Point):
+                raise TypeError(f"pairing: expected G2Point, got {type(p2).__name__}")
         return array_from_points(1, g1s), array_from_points(2, g2s), len(g1s)
 
     @classmethod
