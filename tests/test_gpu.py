@@ -1,7 +1,10 @@
-"""GPU kernels against the CPU path, bit for bit, on fresh random inputs (marker `gpu`).
+"""GPU kernels against the CPU path, bit for bit, on fresh random inputs (marker `gpu`), for both curves.
 
 Skipped where CuPy sees no GPU. Run on the device with `bash cuzk/bench/device_run.sh` (see README).
-Switches are set through the GPU configuration object (cuzk/backends/gpu/config.py).
+Switches are set through the GPU configuration object (cuzk/backends/gpu/config.py). The tests that
+sweep many sizes and switches run on BLS12-381 (the kernels' logic does not depend on the curve); every
+kernel family also runs on BN254 (NTT, MSM G1/G2 with both accumulations and 0/1 paths, the prover,
+the setup), whose kernels are the same templates built from BN254's preamble.
 """
 
 from __future__ import annotations
@@ -13,36 +16,39 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuzk.backends import gpu
+from cuzk import curves
+from cuzk.backends import get_backend, gpu
 from cuzk.backends.gpu import config
+from cuzk.curve import library
+from cuzk.curve import points as pts
+
+BLS = curves.get("bls12_381")
+BN = curves.get("bn254")
+R = BLS.r
+fr = BLS.fr
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu.available(), reason="no CUDA GPU visible to CuPy")]
 
 if gpu.available():
     import cupy
-    from py_arkworks_bls12381 import G1Point, G2Point
 
     import cuzk.bench.kernels  # noqa: F401  (the bench-only "probe" module: test bases)
     from cuzk.backends.gpu import msm as gmsm
     from cuzk.backends.gpu import ntt as gntt
     from cuzk.backends.gpu.runtime import GpuOutOfMemory
-    from cuzk.curve import msm as cmsm
-    from cuzk.curve import points as pts
-    from cuzk.field import fr
-    from cuzk.field.constants import R
-    from cuzk.field.ntt import domain as cpu_domain
+    from cuzk.field.ntt import domain as _cpu_domain
 
 FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+on_curves = pytest.mark.parametrize("C", [BLS, BN], ids=lambda c: c.name)
+
+
+def cpu_domain(log_n: int, gen: int = 5, C=BLS):
+    return _cpu_domain(C.fr, log_n, gen)
 
 
 def switches(monkeypatch, **fields):
-    """The process-wide GpuConfig with ``fields`` changed until the end of the test. The variables are
-    set too, for the switches backend.py still reads from the environment itself (CUZK_PINNED,
-    CUZK_NTT_BATCH) until it reads config.current()."""
+    """The process-wide GpuConfig with ``fields`` changed until the end of the test."""
     monkeypatch.setattr(config, "_current", dataclasses.replace(config.current(), **fields))
-    for name, value in fields.items():
-        var = config.ENV[name]
-        monkeypatch.setenv(var, config.GpuConfig(**{name: value}).env_value(var))
 
 
 @pytest.fixture(autouse=True)
@@ -50,8 +56,8 @@ def poison(monkeypatch):
     switches(monkeypatch, poison=True)
 
 
-def rand_fr(n: int) -> np.ndarray:
-    return fr.random(n)
+def rand_fr(n: int, C=BLS) -> np.ndarray:
+    return C.fr.random(n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,15 +75,20 @@ NTT_CASES = [
     for plan in NTT_PLANS
 ]
 NTT_CASES += [(23, 5, 4, plan) for plan in ("greedy", "balanced")]
+NTT_CASES = [(BLS, *c) for c in NTT_CASES]
+# BN254: every pass shape once (1..20 bits, both radices, the default plan) and 2^23
+NTT_CASES += [(BN, log_n, 5, radix, "auto") for log_n in (1, 2, 5, 10, 11, 13, 16, 17, 20) for radix in (2, 4)]
+NTT_CASES += [(BN, 23, 5, 4, "balanced")]
 
 
-@pytest.mark.parametrize("log_n,gen,radix,plan", NTT_CASES)
-def test_ntt_matches_cpu(log_n, gen, radix, plan, monkeypatch):
+@pytest.mark.parametrize("C,log_n,gen,radix,plan", NTT_CASES, ids=lambda v: getattr(v, "name", str(v)))
+def test_ntt_matches_cpu(C, log_n, gen, radix, plan, monkeypatch):
     switches(monkeypatch, ntt_radix=radix, ntt_plan=plan)
     n = 1 << log_n
-    x = rand_fr(n)
-    cd = cpu_domain(log_n, gen)
-    gd = gntt.domain(log_n, gen)
+    R = C.r
+    x = rand_fr(n, C)
+    cd = cpu_domain(log_n, gen, C)
+    gd = gntt.domain(log_n, gen, C)
     shift = 1 + secrets.randbelow(R - 1)
     cases = [
         ("ntt", cd.ntt, gd.ntt),
@@ -94,7 +105,7 @@ def test_ntt_matches_cpu(log_n, gen, radix, plan, monkeypatch):
     # the coset iNTT with a constant folded in (the prover's 1/Z on the coset)
     z = 1 + secrets.randbelow(R - 1)
     got = cupy.asnumpy(gd.coset_intt(cupy.asarray(x), shift, scale=z))
-    assert np.array_equal(got, fr.scale(cd.coset_intt(x, shift), z)), f"coset_intt with a scale 2^{log_n}"
+    assert np.array_equal(got, C.fr.scale(cd.coset_intt(x, shift), z)), f"coset_intt with a scale 2^{log_n}"
 
 
 @pytest.mark.parametrize("log_n", range(1, 29))
@@ -118,12 +129,13 @@ def test_ntt_plans_cover_every_bit_once(log_n, monkeypatch):
 @pytest.mark.parametrize("plan", NTT_PLANS)
 @pytest.mark.parametrize("radix", [2, 4])
 @pytest.mark.parametrize("log_n", [1, 4, 11, 16, 17])
-def test_batched_ntt_equals_one_by_one(log_n, radix, plan, monkeypatch):
+@on_curves
+def test_batched_ntt_equals_one_by_one(C, log_n, radix, plan, monkeypatch):
     switches(monkeypatch, ntt_radix=radix, ntt_plan=plan)
     n = 1 << log_n
-    xs = np.stack([rand_fr(n) for _ in range(3)])
-    shift = 1 + secrets.randbelow(R - 1)
-    gd = gntt.domain(log_n)
+    xs = np.stack([rand_fr(n, C) for _ in range(3)])
+    shift = 1 + secrets.randbelow(C.r - 1)
+    gd = gntt.domain(log_n, curve=C)
     for op in ("ntt", "intt", "evals_to_coset", "coset_intt"):
         batch = cupy.asarray(xs)
         f = getattr(gd, op)
@@ -187,40 +199,61 @@ def test_ntt_largest_domains(log_n):
 # MSM
 
 
-def _random_points(group: int, m: int) -> list:
-    base = G1Point() if group == 1 else G2Point()
-    return [base * cmsm.scalar(1 + secrets.randbelow(R - 1)) for _ in range(m)]
+def _group_cls(C, group: int):
+    return C.lib.G1Point if group == 1 else C.lib.G2Point
 
 
-def _device_bases(group: int, n: int, infinity_every: int = 0):
+def _random_points(group: int, m: int, C=BLS) -> list:
+    base = _group_cls(C, group)()
+    return [base * C.lib.Scalar(1 + secrets.randbelow(C.r - 1)) for _ in range(m)]
+
+
+class HostBases:
+    """The device bases' points on the host: the raw LEM bytes and the library's resident form."""
+
+    def __init__(self, C, group: int, raw: bytes, n: int):
+        self.C, self.group, self.raw, self.n = C, group, raw, n
+        self.loaded = C.lib.load_bases(group, raw, n, "test bases")
+
+    def points(self) -> list:
+        return pts.from_lem(self.C, self.group, self.raw, self.n, "test bases")
+
+
+def _device_bases(group: int, n: int, infinity_every: int = 0, C=BLS):
     """n distinct device bases P[i % m] + Q[i // m] and the same points on the host."""
     m = 64
-    P = _random_points(group, m)
+    P = _random_points(group, m, C)
     Qn = max(1, -(-n // m))
-    Qp = _random_points(group, min(Qn, 64))
+    Qp = _random_points(group, min(Qn, 64), C)
     Qp = (Qp * (-(-Qn // len(Qp))))[:Qn]  # repeated rows of Q: repeated bases too when n > 64*64
-    to_lem = pts.g1_to_lem if group == 1 else pts.g2_to_lem
-    dP = gmsm.upload_points(to_lem(P), group)
-    dQ = gmsm.upload_points(to_lem(Qp), group)
-    out = cupy.empty((n, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
+    dP = gmsm.upload_points(pts.to_lem(C, group, P), group, C)
+    dQ = gmsm.upload_points(pts.to_lem(C, group, Qp), group, C)
+    out = cupy.empty((n, gmsm.point_words(C, group)), dtype=cupy.uint64)
     from cuzk.backends.gpu.runtime import grid_for, launch
 
-    launch("probe", f"g{group}_add_tables", grid_for(n, 128), 128, (dP, np.uint32(m), dQ, np.uint32(n), out), "test bases")
+    args = (dP, np.uint32(m), dQ, np.uint32(n), out)
+    launch("probe", f"g{group}_add_tables", grid_for(n, 128), 128, args, "test bases", curve=C)
     if infinity_every:
         out[::infinity_every] = 0
     raw = cupy.asnumpy(out).tobytes()
-    host = pts.g1_from_lem(raw, n) if group == 1 else pts.g2_from_lem(raw, n)
-    return out, host
+    return out, HostBases(C, group, raw, n)
 
 
 def _cpu_msm(group, host, s):
-    g = G1Point if group == 1 else G2Point
-    return cmsm.msm_submit(g, host, s).result()
+    """The CPU library's MSM (the reference) of Montgomery scalars ``s`` over ``host`` (HostBases or points)."""
+    if isinstance(host, HostBases):
+        C, bases = host.C, host.loaded
+    else:
+        C = BLS if not host or type(host[0]).__module__ == "builtins" else BN
+        bases = C.lib.load_bases(group, pts.to_lem(C, group, host), len(host), "test bases")
+    canon = C.fr.from_mont(np.ascontiguousarray(s))
+    return library.submit_msm(C.lib, group, bases, canon).result()
 
 
-def _scalars(kind: str, n: int) -> np.ndarray:
+def _scalars(kind: str, n: int, C=BLS) -> np.ndarray:
+    fr, R = C.fr, C.r
     if kind == "random":
-        return rand_fr(n)
+        return rand_fr(n, C)
     if kind == "zero":
         return fr.zeros(n)
     if kind == "one":
@@ -237,10 +270,11 @@ def _scalars(kind: str, n: int) -> np.ndarray:
 
 @pytest.mark.parametrize("n", [1, 2, 3, 17, 255, 1000, 4097, (1 << 16) + 3])
 @pytest.mark.parametrize("kind", ["random", "zero", "one", "r-1", "bits", "small"])
-def test_msm_g1_matches_cpu(n, kind):
-    bases, host = _device_bases(1, n, infinity_every=7 if n > 10 else 0)
-    s = _scalars(kind, n)
-    got = gmsm.msm(1, bases, cupy.asarray(s))
+@on_curves
+def test_msm_g1_matches_cpu(C, n, kind):
+    bases, host = _device_bases(1, n, infinity_every=7 if n > 10 else 0, C=C)
+    s = _scalars(kind, n, C)
+    got = gmsm.msm(1, bases, cupy.asarray(s), curve=C)
     want = _cpu_msm(1, host, s)
     assert got == want, (n, kind)
     assert got.to_xy_bytes_le() == want.to_xy_bytes_le()
@@ -248,24 +282,26 @@ def test_msm_g1_matches_cpu(n, kind):
 
 @pytest.mark.parametrize("n", [1, 5, 300, 4099])
 @pytest.mark.parametrize("kind", ["random", "one", "bits", "r-1"])
-def test_msm_g2_matches_cpu(n, kind):
-    bases, host = _device_bases(2, n, infinity_every=5 if n > 10 else 0)
-    s = _scalars(kind, n)
-    got = gmsm.msm(2, bases, cupy.asarray(s))
+@on_curves
+def test_msm_g2_matches_cpu(C, n, kind):
+    bases, host = _device_bases(2, n, infinity_every=5 if n > 10 else 0, C=C)
+    s = _scalars(kind, n, C)
+    got = gmsm.msm(2, bases, cupy.asarray(s), curve=C)
     assert got == _cpu_msm(2, host, s), (n, kind)
 
 
 @pytest.mark.parametrize("kind", ["bits", "random"])
-def test_msm_g2_prover_sized_matches_cpu(kind):
+@on_curves
+def test_msm_g2_prover_sized_matches_cpu(C, kind):
     """A G2 MSM as large as the prover's B_G2 of a 2^16 circuit (72773 points, window 12: many crowded
     buckets, so the tree that combines a bucket's pieces runs several rounds). The lazily reduced Fq2
     multiply (an experiment, since deleted) faulted in that MSM inside the prover (g2_combine_pieces);
     on these random bases it did not (device run 2026-12-03), so this covers the shape, not that fault:
     the prover tests do."""
     n = 72773
-    bases, host = _device_bases(2, n, infinity_every=17)
-    s = _scalars(kind, n)
-    assert gmsm.msm(2, bases, cupy.asarray(s), window=12) == _cpu_msm(2, host, s), kind
+    bases, host = _device_bases(2, n, infinity_every=17, C=C)
+    s = _scalars(kind, n, C)
+    assert gmsm.msm(2, bases, cupy.asarray(s), window=12, curve=C) == _cpu_msm(2, host, s), kind
 
 
 @pytest.mark.parametrize("window", [4, 7, 11, 16])
@@ -279,6 +315,7 @@ def test_msm_window_override(window):
 
 
 @pytest.mark.parametrize("mode", ["even", "even-S5", "even-S64", "items"])
+@on_curves
 @pytest.mark.parametrize(
     "group,n,window,kind",
     [
@@ -292,17 +329,19 @@ def test_msm_window_override(window):
         (2, 4099, None, "bits"),
     ],
 )
-def test_msm_accumulation_modes_match_cpu(mode, group, n, window, kind, monkeypatch):
+def test_msm_accumulation_modes_match_cpu(C, mode, group, n, window, kind, monkeypatch):
     """Both bucket accumulations; small windows make every bucket span many threads of the even mode."""
     switches(monkeypatch, msm_acc=mode.split("-")[0])
     if "-S" in mode:  # entries per thread forced: the production 64 and an odd value, on small inputs
         switches(monkeypatch, msm_even_s=int(mode.split("-S")[1]))
-    bases, host = _device_bases(group, n, infinity_every=11 if n > 10 else 0)
-    s = _scalars(kind, n)
-    assert gmsm.msm(group, bases, cupy.asarray(s), window=window) == _cpu_msm(group, host, s), (mode, group, n, window)
+    bases, host = _device_bases(group, n, infinity_every=11 if n > 10 else 0, C=C)
+    s = _scalars(kind, n, C)
+    got = gmsm.msm(group, bases, cupy.asarray(s), window=window, curve=C)
+    assert got == _cpu_msm(group, host, s), (mode, group, n, window)
 
 
 @pytest.mark.parametrize("mode", ["compact", "compact-S64", "masked"])
+@on_curves
 @pytest.mark.parametrize(
     "group,n,kind",
     [
@@ -315,16 +354,16 @@ def test_msm_accumulation_modes_match_cpu(mode, group, n, window, kind, monkeypa
         (2, 17, "one"),
     ],
 )
-def test_msm_ones_paths_match_cpu(mode, group, n, kind, monkeypatch):
+def test_msm_ones_paths_match_cpu(C, mode, group, n, kind, monkeypatch):
     """Both sums of the bases whose scalar is one (compacted indices or a masked grid-stride loop)."""
     switches(monkeypatch, msm_ones=mode.split("-")[0])
     if mode.endswith("S64"):
         switches(monkeypatch, msm_even_s=64)
-    bases, host = _device_bases(group, n, infinity_every=9 if n > 10 else 0)
-    s = _scalars(kind, n)
+    bases, host = _device_bases(group, n, infinity_every=9 if n > 10 else 0, C=C)
+    s = _scalars(kind, n, C)
     st = gmsm.MsmStats(n, 0, 0)
-    assert gmsm.msm(group, bases, cupy.asarray(s), stats=st) == _cpu_msm(group, host, s), (mode, group, n, kind)
-    assert st.ones == int(np.sum(np.all(s == fr.one_mont(), axis=1))), "MsmStats.ones counts the one-scalars"
+    assert gmsm.msm(group, bases, cupy.asarray(s), stats=st, curve=C) == _cpu_msm(group, host, s), (mode, group, n, kind)
+    assert st.ones == int(np.sum(np.all(s == C.fr.one_mont(), axis=1))), "MsmStats.ones counts the one-scalars"
 
 
 @pytest.mark.parametrize("caps", [{"acc_minb": 4, "acc2_minb": 3}])
@@ -342,24 +381,25 @@ def test_register_cap_builds_match_cpu(caps, group, n, kind, monkeypatch):
 
 @pytest.mark.parametrize("group", [1, 2])
 @pytest.mark.parametrize("mode", ["even", "items"])
-def test_msm_equal_and_opposite_points_in_one_bucket(group, mode, monkeypatch):
+@on_curves
+def test_msm_equal_and_opposite_points_in_one_bucket(C, group, mode, monkeypatch):
     """Every scalar equal, so each bucket holds the same bases: additions of one point to itself (a
     doubling), to its negation (infinity), to infinity, and of infinities."""
     switches(monkeypatch, msm_acc=mode)
-    base, host = _device_bases(group, 6)
-    host = list(host)
+    base, hb = _device_bases(group, 6, C=C)
+    host = hb.points()
     neg = [-p for p in host]
-    ident = G1Point.identity() if group == 1 else G2Point.identity()
+    ident = _group_cls(C, group).identity()
     # P, P, -P, P, inf, inf, Q, -Q, Q, Q, Q ... (sorted buckets keep the scatter's order only loosely,
     # so many repetitions make each kind of pair likely in every round)
     seq = []
     for k in range(200):
         seq += [host[k % 6], host[k % 6], neg[k % 6], host[(k + 1) % 6], ident, ident]
-    to_lem = pts.g1_to_lem if group == 1 else pts.g2_to_lem
-    bases = gmsm.upload_points(to_lem(seq), group)
-    s = np.tile(rand_fr(1), (len(seq), 1))
-    got = gmsm.msm(group, bases, cupy.asarray(s), window=8)
-    assert got == _cpu_msm(group, seq, s), (group, mode)
+    raw = pts.to_lem(C, group, seq)
+    bases = gmsm.upload_points(raw, group, C)
+    s = np.tile(rand_fr(1, C), (len(seq), 1))
+    got = gmsm.msm(group, bases, cupy.asarray(s), window=8, curve=C)
+    assert got == _cpu_msm(group, HostBases(C, group, raw, len(seq)), s), (group, mode)
 
 
 def test_msm_large_with_repeated_bases():
@@ -414,37 +454,47 @@ def test_msm_out_of_memory_error_names_the_operation():
 # end-to-end GPU prover
 
 
-@pytest.mark.parametrize("style", ["snarkjs", "bellperson"])
+def _fixture(C) -> Path:
+    return FIX / "example" if C is BLS else FIX / "bn254" / "example"
+
+
+@pytest.mark.parametrize(
+    "C,style", [(BLS, "snarkjs"), (BLS, "bellperson"), (BN, "snarkjs")], ids=["bls-snarkjs", "bls-bellperson", "bn254-snarkjs"]
+)
 @pytest.mark.parametrize("b_g2", ["gpu", "cpu"])
-def test_gpu_prover_equals_cpu(style, b_g2, monkeypatch):
+def test_gpu_prover_equals_cpu(C, style, b_g2, monkeypatch):
     from cuzk.groth16 import prover, setup, verifier, zkey
-    from cuzk.r1cs import r1cs, wtns
+    from cuzk.r1cs import r1cs, synthetic, wtns
 
     switches(monkeypatch, b_g2=b_g2)
-    prover._BACKENDS.pop("gpu", None)
-    rc = r1cs.read_r1cs(FIX / "example" / "circuit.r1cs")
-    w = wtns.read_wtns(FIX / "example" / "witness.wtns")
-    pk = zkey.read_zkey(FIX / "example" / "circuit.zkey") if style == "snarkjs" else setup.setup(rc.pce, style, quiet=True)
-    r, s = secrets.randbelow(R), secrets.randbelow(R)
-    cpu = prover.prove(pk, w, backend="cpu", r=r, s=s)
-    g = prover.prove(pk, w, backend="gpu", r=r, s=s)
-    assert g.proof == cpu.proof
-    assert verifier.verify(pk.vk, g.public, g.proof)
-    for phase in ("upload", "spmv", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l", "msm_h", "finalize", "verify", "total"):
-        assert phase in g.timings, phase
-    assert "ntt_abc" in g.timings or {"ntt_a", "ntt_b", "ntt_c"} <= set(g.timings)
-    prover._BACKENDS.pop("gpu", None)
+    fx = _fixture(C)
+    rc = r1cs.read_r1cs(fx / "circuit.r1cs")
+    w = wtns.read_wtns(fx / "witness.wtns", curve=C)
+    cases = [(zkey.read_zkey(fx / "circuit.zkey") if style == "snarkjs" else setup.setup(rc.pce, style, quiet=True), w)]
+    c = synthetic.make("porep", 3000, seed=5, curve=C)  # a 2^12 circuit: MSMs with buckets and 0/1 scalars
+    cases.append((setup.setup(c.pce, style, quiet=True), c.witness))
+    for pk, wit in cases:
+        r, s = secrets.randbelow(C.r), secrets.randbelow(C.r)
+        cpu = prover.prove(pk, wit, get_backend("cpu"), r=r, s=s)
+        g = prover.prove(pk, wit, get_backend("gpu"), r=r, s=s)
+        assert g.proof == cpu.proof
+        assert verifier.verify(pk.vk, g.public, g.proof)
+        for phase in ("upload", "spmv", "msm_a", "msm_b_g1", "msm_l", "msm_h", "finalize", "verify", "total"):
+            assert phase in g.timings, phase
+        assert "msm_b_g2" in g.timings or b_g2 == "cpu"
+        assert "ntt_abc" in g.timings or {"ntt_a", "ntt_b", "ntt_c"} <= set(g.timings)
 
 
-def test_gpu_prover_rejects_bad_witness():
+@on_curves
+def test_gpu_prover_rejects_bad_witness(C):
     from cuzk.groth16 import prover, zkey
     from cuzk.r1cs import wtns
 
-    pk = zkey.read_zkey(FIX / "example" / "circuit.zkey")
-    w = wtns.read_wtns(FIX / "example" / "witness.wtns")
+    pk = zkey.read_zkey(_fixture(C) / "circuit.zkey")
+    w = wtns.read_wtns(_fixture(C) / "witness.wtns", curve=C)
     w[-1] = w[-2]
     with pytest.raises(prover.ProofCheckError, match="gpu backend"):
-        prover.prove(pk, w, backend="gpu")
+        prover.prove(pk, w, get_backend("gpu"))
 
 
 def test_pinned_switch_gives_same_upload(monkeypatch):
@@ -479,8 +529,8 @@ def test_gpu_prover_with_a_pinned_witness_equals_pageable():
     pk = zkey.read_zkey(FIX / "example" / "circuit.zkey")
     w = wtns.read_wtns(FIX / "example" / "witness.wtns")
     r, s = secrets.randbelow(R), secrets.randbelow(R)
-    a = prover.prove(pk, w, backend="gpu", r=r, s=s)
-    b = prover.prove(pk, to_pinned(w), backend="gpu", r=r, s=s)
+    a = prover.prove(pk, w, get_backend("gpu"), r=r, s=s)
+    b = prover.prove(pk, to_pinned(w), get_backend("gpu"), r=r, s=s)
     assert a.proof == b.proof
 
 
@@ -489,34 +539,38 @@ def test_gpu_prover_with_a_pinned_witness_equals_pageable():
 
 
 @pytest.mark.parametrize("group", [1, 2])
-def test_fixed_base_matches_cpu(group):
+@on_curves
+def test_fixed_base_matches_cpu(C, group):
     from cuzk.backends.gpu import setup as gsetup
 
-    tables = gsetup._Tables()
+    R = C.r
+    tables = gsetup._Tables(C)
     n = 300 if group == 1 else 60
     vals = [0, 1, R - 1, 2**255 % R] + [secrets.randbelow(R) for _ in range(n - 4)]
-    s = fr.from_ints(vals)
+    s = C.fr.from_ints(vals)
     out = cupy.asnumpy(gsetup.fixed_base(tables, group, cupy.asarray(s), "test")).tobytes()
-    got = pts.g1_from_lem(out, n) if group == 1 else pts.g2_from_lem(out, n)
-    base = G1Point() if group == 1 else G2Point()
-    assert got == [base * cmsm.scalar(v) for v in vals]
+    got = pts.from_lem(C, group, out, n)
+    base = _group_cls(C, group)()
+    assert got == [base * C.lib.Scalar(v) for v in vals]
 
 
-@pytest.mark.parametrize("style", ["snarkjs", "bellperson"])
-def test_gpu_setup_keys_prove_on_both_backends(style):
+@pytest.mark.parametrize(
+    "C,style", [(BLS, "snarkjs"), (BLS, "bellperson"), (BN, "snarkjs")], ids=["bls-snarkjs", "bls-bellperson", "bn254-snarkjs"]
+)
+def test_gpu_setup_keys_prove_on_both_backends(C, style):
     from cuzk.backends.gpu import setup as gsetup
     from cuzk.groth16 import prover, verifier
     from cuzk.r1cs import r1cs, synthetic, wtns
 
-    rc = r1cs.read_r1cs(FIX / "example" / "circuit.r1cs")
-    w = wtns.read_wtns(FIX / "example" / "witness.wtns")
+    rc = r1cs.read_r1cs(_fixture(C) / "circuit.r1cs")
+    w = wtns.read_wtns(_fixture(C) / "witness.wtns", curve=C)
     circuits = [(rc.pce, w)]
-    c = synthetic.make("porep", 4000, seed=3)
+    c = synthetic.make("porep", 4000, seed=3, curve=C)
     circuits.append((c.pce, c.witness))
     for pce, wit in circuits:
         pk = gsetup.setup(pce, style, quiet=True)
         for backend in ("cpu", "gpu"):
-            res = prover.prove(pk, wit, backend=backend)
+            res = prover.prove(pk, wit, get_backend(backend))
             assert verifier.verify(pk.vk, res.public, res.proof), (style, backend)
 
 
@@ -529,7 +583,7 @@ def test_gpu_corrupted_srs_point_fails_self_check():
     w = wtns.read_wtns(FIX / "example" / "witness.wtns")
     for vec in ("l", "h"):
         raw = bytearray(pk.raw[vec])
-        raw[96 * 3 : 96 * 4] = pts.g1_to_lem([G1Point()])
+        raw[96 * 3 : 96 * 4] = pts.to_lem(BLS, 1, [BLS.lib.G1Point()])
         bad = pk.__class__(**{**pk.__dict__, "raw": {**pk.raw, vec: bytes(raw)}, "_objs": {}})
         with pytest.raises(prover.ProofCheckError, match="gpu backend"):
-            prover.prove(bad, w, backend="gpu")
+            prover.prove(bad, w, get_backend("gpu"))

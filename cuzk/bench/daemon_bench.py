@@ -32,6 +32,7 @@ from pathlib import Path
 
 os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars from the dev setup
 
+from cuzk.backends import get_backend
 from cuzk.engine.config import load_config
 from cuzk.engine.devcircuit import make_dev_circuit
 from cuzk.groth16 import formats, prover, verifier
@@ -125,17 +126,18 @@ def bench_overhead_and_tiers(tmp: Path, log_n: int, runs: int, tier_runs: int, b
     wbytes = [dc.witness(2000 + i) for i in range(runs + 1)]
     ws = [parse_wtns(b) for b in wbytes]
     pk = read_zkey(dc.key)
-    pk.load_all()
+    be = get_backend(backend)
+    be.load_key(pk)
     d, c = start_daemon(tmp / "ov", backend)
     direct, daemon_lat, server_total = [], [], []
     try:
         c.register("ov", dc.r1cs, zkey=dc.key)
         c.preload("ov")
         c.prove("ov", witness=wbytes[-1])  # warm-up both paths
-        prover.prove(pk, ws[-1], backend=backend)
+        prover.prove(pk, ws[-1], be)
         for i in range(runs):
             t = time.perf_counter()
-            prover.prove(pk, ws[i], backend=backend)
+            prover.prove(pk, ws[i], be)
             direct.append(time.perf_counter() - t)
             t = time.perf_counter()
             r = c.prove("ov", witness=wbytes[i])

@@ -28,7 +28,8 @@ import sys, time, traceback
 sys.path.insert(0, {root!r})
 from cuzk.groth16 import prover, verifier
 from cuzk.backends.gpu import setup as gsetup
-from cuzk.backends.gpu.backend import GpuBackend, to_pinned
+from cuzk.backends import get_backend
+from cuzk.backends.gpu.backend import to_pinned
 from cuzk.bench.gpu_prove import parse_case
 from cuzk.r1cs import synthetic
 shape, n, label = parse_case({case!r})
@@ -39,7 +40,7 @@ try:
     for stage, wit in (("prove pageable", circ.witness), ("prove pinned", None)):
         if wit is None:
             wit = to_pinned(circ.witness)
-        res = prover.prove(pk, wit, backend=GpuBackend())
+        res = prover.prove(pk, wit, get_backend("gpu"))
         assert verifier.verify(pk.vk, res.public, res.proof), "proof does not verify"
 except Exception as e:
     traceback.print_exc(file=sys.stderr)

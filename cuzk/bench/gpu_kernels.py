@@ -5,7 +5,9 @@ the median of --reps timed runs after one warm-up, with the min-max spread and t
 floor of the performance anchors (G1 MSM 2^26: 0.25 s; NTT 2^26: ~15 ms; floors scale linearly in n).
 A CPU (arkworks, all cores) MSM at 2^16 and 2^18 gives the GPU/CPU ratio.
 
-    python -m cuzk.bench.gpu_kernels --g1 16 26 --g1-bits 24 26 --g2 16 24 --ntt 16 27 --reps 5 --json out.json
+    python -m cuzk.bench.gpu_kernels --curve bn254 --g1 16 26 --g1-bits 24 26 --g2 16 24 --ntt 16 27 --reps 5 --json out.json
+
+--curve picks the curve (default BLS12-381); every row carries it.
 
 Side by side in the same process: --variants (kernel #defines or host switches, compared first), and
 for every NTT size the other radix, both pass plans (GpuConfig.ntt_plan) and each --ntt-variant build.
@@ -34,15 +36,21 @@ from ..backends.gpu import config
 from ..backends.gpu import msm as gmsm
 from ..backends.gpu import ntt as gntt
 from ..backends.gpu.runtime import grid_for, launch
-from ..curve import msm as cmsm
+from ..curve import library
 from ..curve import points as pts
-from ..field import fr
-from ..field.constants import R
+from ..curves import Curve
+from ..curves import get as get_curve
 from . import kernels  # noqa: F401  (registers the bench-only "probe" module)
 
 FLOOR_G1_2_26 = 0.25  # s, anchors section 4c (XYZZ, form A)
 FLOOR_NTT_2_26 = 0.015  # s, anchors section 2
 FLOOR_G2_FACTOR = 2.8  # G2 madd ~2.8x a G1 madd
+
+C: Curve = get_curve("bls12_381")  # the curve benchmarked (--curve)
+
+
+def _launch(*args) -> None:
+    launch(*args, curve=C)
 
 
 @contextmanager
@@ -88,21 +96,20 @@ def timed(fn, reps: int) -> list[float]:
 
 def device_bases(group: int, n: int) -> cupy.ndarray:
     """n distinct points: tables grown 64x per level by adding 64 fresh random points (P[i % m] + Q[i / m])."""
-    from py_arkworks_bls12381 import G1Point, G2Point
-
-    base = G1Point() if group == 1 else G2Point()
-    to_lem = pts.g1_to_lem if group == 1 else pts.g2_to_lem
+    lib = C.lib
+    base = lib.G1Point() if group == 1 else lib.G2Point()
 
     def fresh(k):
-        return gmsm.upload_points(to_lem([base * cmsm.scalar(1 + secrets.randbelow(R - 1)) for _ in range(k)]), group)
+        points = [base * lib.Scalar(1 + secrets.randbelow(C.r - 1)) for _ in range(k)]
+        return gmsm.upload_points(pts.to_lem(C, group, points), group, C)
 
     table = fresh(64)
     while table.shape[0] < n:
         m = table.shape[0]
         size = min(n, m * 64)
         q = fresh(-(-size // m))
-        out = cupy.empty((size, gmsm.POINT_WORDS[group]), dtype=cupy.uint64)
-        launch(
+        out = cupy.empty((size, gmsm.point_words(C, group)), dtype=cupy.uint64)
+        _launch(
             "probe",
             f"g{group}_add_tables",
             grid_for(size, 128),
@@ -115,36 +122,39 @@ def device_bases(group: int, n: int) -> cupy.ndarray:
     return table[:n]
 
 
-def check_against_cpu(group: int, log_n: int) -> bool:
-    from py_arkworks_bls12381 import G1Point, G2Point
+def cpu_msm(group: int, raw: bytes, n: int, s: np.ndarray):
+    """The curve's CPU library MSM of Montgomery scalars over LEM bases (the reference, and the CPU rows)."""
+    bases = C.lib.load_bases(group, raw, n, "bench bases")
+    return library.submit_msm(C.lib, group, bases, C.fr.from_mont(s)).result()
 
+
+def check_against_cpu(group: int, log_n: int) -> bool:
     n = 1 << log_n
     b = device_bases(group, n)
-    s = fr.random(n)
-    host = pts.g1_from_lem(cupy.asnumpy(b).tobytes(), n) if group == 1 else pts.g2_from_lem(cupy.asnumpy(b).tobytes(), n)
-    want = cmsm.msm_submit(G1Point if group == 1 else G2Point, host, s).result()
-    return gmsm.msm(group, b, cupy.asarray(s)) == want
+    s = C.fr.random(n)
+    want = cpu_msm(group, cupy.asnumpy(b).tobytes(), n, s)
+    return gmsm.msm(group, b, cupy.asarray(s), curve=C) == want
 
 
 def check_ntt_against_cpu(log_n: int) -> bool:
     """Natural-order NTT and the prover's iNTT + coset NTT, GPU against cuzk.field.ntt."""
     from cuzk.field.ntt import domain as cpu_domain
 
-    x = fr.random(1 << log_n)
-    cd, gd = cpu_domain(log_n), gntt.domain(log_n)
+    x = C.fr.random(1 << log_n)
+    cd, gd = cpu_domain(C.fr, log_n, C.root_generator), gntt.domain(log_n, curve=C)
     ok = np.array_equal(cupy.asnumpy(gd.ntt(cupy.asarray(x))), cd.ntt(x))
     return ok and np.array_equal(cupy.asnumpy(gd.evals_to_coset(cupy.asarray(x), 7)), cd.coset_ntt(cd.intt(x), 7))
 
 
 def mul_probe(field: str) -> float:
     """Field multiplications per second (4 independent chains per thread, 132*8 blocks of 256)."""
-    words = 6 if field == "fq" else 4
+    words = C.fq_limbs if field == "fq" else 4
     threads = 132 * 8 * 256
     data = cupy.asarray(
-        np.tile(fr.random(1).view(np.uint64)[0, :words] if words == 4 else np.arange(1, 7, dtype=np.uint64), (4 * threads, 1))
+        np.tile(C.fr.random(1)[0] if field == "fr" else np.arange(1, words + 1, dtype=np.uint64), (4 * threads, 1))
     )
     iters = 2000
-    xs = timed(lambda: launch("probe", f"{field}_mul_probe", 132 * 8, 256, (data, np.int32(iters)), "probe"), 3)
+    xs = timed(lambda: _launch("probe", f"{field}_mul_probe", 132 * 8, 256, (data, np.int32(iters)), "probe"), 3)
     return threads * 4 * iters / statistics.median(xs)
 
 
@@ -155,8 +165,8 @@ def chain_probe() -> dict[str, float]:
     iters = 1000
     out = {}
     for name, k in (("mul_chains_1", 1), ("mul_chains_2", 2), ("mul_chains_4", 4), ("mul_chains_8", 8), ("sqr_chains_4", 4)):
-        data = cupy.asarray(np.tile(np.arange(1, 7, dtype=np.uint64), (k * threads, 1)))
-        xs = timed(lambda: launch("probe", f"fq_{name}", 132 * 8, 256, (data, np.int32(iters)), "probe"), 3)
+        data = cupy.asarray(np.tile(np.arange(1, C.fq_limbs + 1, dtype=np.uint64), (k * threads, 1)))
+        xs = timed(lambda: _launch("probe", f"fq_{name}", 132 * 8, 256, (data, np.int32(iters)), "probe"), 3)
         out[name] = threads * k * iters / statistics.median(xs)
     return out
 
@@ -167,14 +177,15 @@ def device_scalars(n: int, kind: str) -> cupy.ndarray:
         s = cupy.zeros((n, 4), dtype=cupy.uint64)
         s[:, 0] = (cupy.random.random(n) < 0.5).astype(cupy.uint64)  # 0/1, canonical
         out = cupy.empty_like(s)
-        launch("fr_ops", "fr_to_mont", grid_for(n), 256, (s, out, np.uint32(n)), "bench scalars")
+        _launch("fr_ops", "fr_to_mont", grid_for(n), 256, (s, out, np.uint32(n)), "bench scalars")
         return out
     lo = cupy.random.randint(0, 2**32, size=(n, 4), dtype=cupy.int64).astype(cupy.uint64)
     hi = cupy.random.randint(0, 2**32, size=(n, 4), dtype=cupy.int64).astype(cupy.uint64)
     raw = (hi << cupy.uint64(32)) | lo
-    raw[:, 3] &= cupy.uint64((1 << 62) - 1)  # < 2^254 < r: valid canonical values
+    top = C.r.bit_length() - 1 - 192  # bits of the top limb that keep every value below 2^(bits(r) - 1) < r
+    raw[:, 3] &= cupy.uint64((1 << top) - 1)
     out = cupy.empty_like(raw)
-    launch("fr_ops", "fr_to_mont", grid_for(n), 256, (raw, out, np.uint32(n)), "bench scalars")
+    _launch("fr_ops", "fr_to_mont", grid_for(n), 256, (raw, out, np.uint32(n)), "bench scalars")
     return out
 
 
@@ -184,6 +195,7 @@ def stat(xs: list[float]) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--curve", default="bls12_381", help="bls12_381 (default) or bn254")
     ap.add_argument("--g1", type=int, nargs=2, default=[16, 26])
     ap.add_argument("--g1-bits", type=int, nargs=2, default=[24, 26])
     ap.add_argument("--g2", type=int, nargs=2, default=[16, 24])
@@ -210,13 +222,16 @@ def main() -> int:
     )
     ap.add_argument("--variant-log", type=int, nargs="+", default=[22], help="G1 sizes of the comparison (G2: 2^(k-2))")
     a = ap.parse_args()
+    global C
+    C = get_curve(a.curve)
+    print(f"curve {C}", flush=True)
     rows = []
     props = cupy.cuda.runtime.getDeviceProperties(0)
     dev = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
 
     def report(kind, log_n, xs, floor=None, extra=""):
         st = stat(xs)
-        row = {"kind": kind, "log_n": log_n, **st}
+        row = {"curve": C.name, "kind": kind, "log_n": log_n, **st}
         if floor:
             row["floor_s"] = floor
             row["x_floor"] = st["median"] / floor
@@ -237,7 +252,7 @@ def main() -> int:
             floor = FLOOR_G1_2_26 * n / (1 << 26) * (FLOOR_G2_FACTOR if group == 2 else 1.0)
             gmsm._Profile.totals.clear()
             st = gmsm.MsmStats(n, 0, 0)
-            xs = timed(lambda: gmsm.msm(group, b, s, stats=st), a.reps)
+            xs = timed(lambda: gmsm.msm(group, b, s, stats=st, curve=C), a.reps)
             prof = {k: v / (a.reps + 1) for k, v in gmsm._Profile.totals.items()}
             report(f"G{group} MSM {kind}", log_n, xs, floor if kind == "random" else None, f"window {st.window}")
             rows[-1]["kernels_ms"] = prof
@@ -264,10 +279,10 @@ def main() -> int:
                     gmsm._Profile.totals.clear()
                     rate = mul_probe("fq")
                     chains = chain_probe()
-                    t_rand = statistics.median(timed(lambda: gmsm.msm(1, vb, vs), 3))
-                    t_bits = statistics.median(timed(lambda: gmsm.msm(1, vb, vbits), 3))
-                    t_g2 = statistics.median(timed(lambda: gmsm.msm(2, vb2, vs2), 3))
-                    d = gntt.domain(24)
+                    t_rand = statistics.median(timed(lambda: gmsm.msm(1, vb, vs, curve=C), 3))
+                    t_bits = statistics.median(timed(lambda: gmsm.msm(1, vb, vbits, curve=C), 3))
+                    t_g2 = statistics.median(timed(lambda: gmsm.msm(2, vb2, vs2, curve=C), 3))
+                    d = gntt.domain(24, curve=C)
                     x = device_scalars(1 << 24, "random")
                     t_ntt = statistics.median(timed(lambda: d.ntt(x), 3))
                     d = x = None
@@ -329,7 +344,7 @@ def main() -> int:
     )
     for g in (1, 2):
         ok = check_against_cpu(g, 14)
-        print(f"G{g} MSM 2^14 equals arkworks: {ok}", flush=True)
+        print(f"G{g} MSM 2^14 equals the CPU library's ({C.cpu_library}): {ok}", flush=True)
         if not ok:
             return 1
     config.configure(dataclasses.replace(config.current(), msm_profile=True))
@@ -359,7 +374,7 @@ def main() -> int:
             report(f"  same, ntt {spec}", log_n, ntt_timed(f, variant=defs), floor)
 
     for log_n in range(a.ntt[0], a.ntt[1] + 1):
-        d = gntt.domain(log_n)
+        d = gntt.domain(log_n, curve=C)
         x = device_scalars(1 << log_n, "random")
         floor = FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26
         side_by_side("NTT", log_n, lambda: d.ntt(x), floor)
@@ -378,7 +393,7 @@ def main() -> int:
     from ..backends.gpu.backend import upload_fr
 
     for log_n in a.upload:
-        host = np.ascontiguousarray(np.tile(fr.random(1 << 12), (1 << (log_n - 12), 1)))
+        host = np.ascontiguousarray(np.tile(C.fr.random(1 << 12), (1 << (log_n - 12), 1)))
         for pinned, copy in (("1", "single"), ("1", "parallel"), ("0", "single")):
             xs = []
             with switches({"CUZK_PINNED": pinned, "CUZK_UPLOAD_COPY": copy}):
@@ -396,18 +411,16 @@ def main() -> int:
             )
     for log_n in a.cpu:
         n = 1 << log_n
-        from py_arkworks_bls12381 import G1Point
-
-        bases = pts.g1_from_lem(cupy.asnumpy(device_bases(1, n)).tobytes(), n)
-        s = fr.random(n)
+        raw = cupy.asnumpy(device_bases(1, n)).tobytes()
+        s = C.fr.random(n)
         xs = []
         for _ in range(max(1, a.reps // 2)):
             t = time.perf_counter()
-            cmsm.msm_submit(G1Point, bases, s).result()
+            cpu_msm(1, raw, n, s)
             xs.append(time.perf_counter() - t)
-        report("CPU G1 MSM", log_n, xs, extra=f"({cmsm.worker_count()} threads)")
+        report("CPU G1 MSM", log_n, xs, extra=f"({library.worker_count()} threads, {C.cpu_library})")
     if a.json:
-        Path(a.json).write_text(json.dumps({"device": dev, "rows": rows}, indent=1))
+        Path(a.json).write_text(json.dumps({"device": dev, "curve": C.name, "rows": rows}, indent=1))
     return 0
 
 

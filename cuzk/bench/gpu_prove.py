@@ -7,11 +7,15 @@ memory and host RSS. The CPU backend on small cases gives the ratio. Every proof
 
     python -m cuzk.bench.gpu_prove --cases dense:20 dense:22 porep:24 --cpu-cases dense:16 --reps 3 [--b-g2 gpu cpu]
     (porep:130M proves a 130,278,860-constraint circuit: a PoRep partition, domain 2^27)
+    python -m cuzk.bench.gpu_prove --curve bn254 --cases hash:22 --cpu-cases --reps 3
+    (--curve: the circuits' curve; bellperson keys exist on BLS12-381 only, so BN254 porep shapes get
+    snarkjs keys)
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import resource
 import statistics
@@ -21,7 +25,11 @@ from pathlib import Path
 
 import cupy
 
+from ..backends import get_backend
+from ..backends.gpu import config
 from ..backends.gpu import setup as gsetup
+from ..curves import Curve
+from ..curves import get as get_curve
 from ..groth16 import prover, verifier
 from ..r1cs import synthetic
 from ..timing import Timer
@@ -40,23 +48,23 @@ def parse_case(spec: str) -> tuple[str, int, str]:
     return shape, n, label
 
 
-def _gpu_backend(b_g2: str):
-    from ..backends.gpu.backend import GpuBackend
-
-    be = GpuBackend()
-    be.b_g2_on = b_g2
-    return be
+def _prove(pk, wit, backend: str, b_g2: str):
+    """One proof on ``backend`` with B_G2 placed by the GPU configuration's b_g2 switch."""
+    with config.using(dataclasses.replace(config.current(), b_g2=b_g2)):
+        return prover.prove(pk, wit, get_backend(backend))
 
 
-def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shapes: list[str], witness_modes: list[str]) -> dict:
+def run_case(
+    spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shapes: list[str], witness_modes: list[str], curve: Curve
+) -> dict:
     shape, n, label = parse_case(spec)
     if shape not in cpu_b_g2_shapes:  # a dense full-scalar G2 MSM on CPU threads would take minutes
         b_g2 = [x for x in b_g2 if x != "cpu"] or ["gpu"]
     print(f"{label}: synthesizing {n} constraints", flush=True)
     t = time.perf_counter()
-    circ = synthetic.make(shape, n, seed=1)
+    circ = synthetic.make(shape, n, seed=1, curve=curve)
     t_synth = time.perf_counter() - t
-    style = "bellperson" if shape == "porep" else "snarkjs"
+    style = "bellperson" if shape == "porep" and curve.bellperson else "snarkjs"
     pool = cupy.get_default_memory_pool()
     tm = Timer()
     t = time.perf_counter()
@@ -70,7 +78,7 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
 
         evict_device_key(pk, cupy.cuda.Device().id)
         pool.free_all_blocks()
-        pk.load_all()
+        get_backend("cpu").load_key(pk)
     # configurations (GPU backend only: B_G2 placement x witness memory) are interleaved rep by rep; the
     # first one is the main figure. "pinned": the witness already in page-locked memory, as the daemon's
     # synthesis workers leave it with gpus.pinned_witness (the copy is made here, outside the timing)
@@ -80,21 +88,21 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
 
         witnesses["pinned"] = to_pinned(circ.witness)
     if backend == "cpu":
-        configs = {"": (backend, circ.witness)}
+        configs = {"": ("gpu", circ.witness)}
     else:
         configs = {
-            f"b_g2={x}" + ("" if len(witness_modes) == 1 else f" witness={wm}"): (_gpu_backend(x), witnesses[wm])
+            f"b_g2={x}" + ("" if len(witness_modes) == 1 else f" witness={wm}"): (x, witnesses[wm])
             for x in b_g2
             for wm in witness_modes
         }
-    for be, wit in configs.values():  # warm-up
-        res = prover.prove(pk, wit, backend=be)
+    for x, wit in configs.values():  # warm-up
+        res = _prove(pk, wit, backend, x)
         assert verifier.verify(pk.vk, res.public, res.proof)
     runs = {k: [] for k in configs}
     peak = 0
     for _ in range(reps):
-        for k, (be, wit) in configs.items():
-            res = prover.prove(pk, wit, backend=be)
+        for k, (x, wit) in configs.items():
+            res = _prove(pk, wit, backend, x)
             assert verifier.verify(pk.vk, res.public, res.proof)
             runs[k].append(res.timings)
             peak = max(peak, pool.total_bytes())
@@ -103,6 +111,7 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
     totals = [p["total"] / 1e3 for p in phases]
     med = {k: statistics.median(p[k] for p in phases) for k in phases[0]}
     row = {
+        "curve": curve.name,
         "case": label,
         "backend": backend,
         "constraints": circ.pce.n_constraints,
@@ -133,7 +142,7 @@ def run_case(spec: str, backend: str, reps: int, b_g2: list[str], cpu_b_g2_shape
                 flush=True,
             )
     print(
-        f"{label:<14} {backend}: total {row['total_s']['median']:.3f} s ({min(totals):.3f}-{max(totals):.3f}), "
+        f"{curve.name} {label:<14} {backend}: total {row['total_s']['median']:.3f} s ({min(totals):.3f}-{max(totals):.3f}), "
         f"GPU part {row['gpu_part_s']:.3f} s, setup {t_setup:.1f} s, synth {t_synth:.1f} s, "
         f"GPU pool {row['gpu_pool_peak_gib']:.1f} GiB, RSS {row['host_rss_gib']:.1f} GiB",
         flush=True,
@@ -150,6 +159,7 @@ def main() -> int:
         "--cases", nargs="*", default=["dense:20", "dense:22", "dense:24", "dense:26", "porep:24", "porep:26", "porep:130M"]
     )
     ap.add_argument("--cpu-cases", nargs="*", default=["dense:16", "dense:18", "dense:20"])
+    ap.add_argument("--curve", default="bls12_381", help="bls12_381 (default) or bn254")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", default="")
     ap.add_argument(
@@ -178,7 +188,7 @@ def main() -> int:
     for backend, cases, reps in (("gpu", a.cases, a.reps), ("cpu", a.cpu_cases, 1)):
         for c in cases:
             try:
-                rows.append(run_case(c, backend, reps, a.b_g2, a.cpu_b_g2_shapes, a.witness))
+                rows.append(run_case(c, backend, reps, a.b_g2, a.cpu_b_g2_shapes, a.witness, get_curve(a.curve)))
             except Exception as e:  # one failing case must not lose the others' figures
                 failed += 1
                 print(f"{c} {backend}: FAILED: {type(e).__name__}: {e}", flush=True)

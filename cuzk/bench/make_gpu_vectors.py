@@ -24,18 +24,21 @@ def main() -> int:
     import cupy
 
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
+    # the kernels that made the proofs: cubin names carry the hash of their source and options
+    from ..backends import get_backend
     from ..backends.gpu import build
 
-    # the kernels that made the proofs: cubin names carry the hash of their source and options
-    kernels = {m: build.info()["modules"][m]["cubin"].rsplit("/", 1)[-1] for m in build.MODULES}
-    for fixture in sorted((ROOT / "tests" / "fixtures").iterdir()):
+    fixtures = ROOT / "tests" / "fixtures"
+    folders = [d for d in sorted(fixtures.iterdir()) if (d / "circuit.zkey").exists()]
+    folders += [d for d in sorted((fixtures / "bn254").iterdir()) if (d / "circuit.zkey").exists()]
+    for fixture in folders:
         zk = fixture / "circuit.zkey"
-        if not zk.exists():
-            continue
         pk = zkey.read_zkey(zk)
-        res = prover.prove(pk, wtns.read_wtns(fixture / "witness.wtns"), backend="gpu")
+        info = build.info(pk.curve)
+        kernels = {m: info["modules"][m]["cubin"].rsplit("/", 1)[-1] for m in build.MODULES}
+        res = prover.prove(pk, wtns.read_wtns(fixture / "witness.wtns", curve=pk.curve), get_backend("gpu"))
         assert verifier.verify(pk.vk, res.public, res.proof)
-        name = fixture.name
+        name = fixture.name if pk.curve.name == "bls12_381" else f"{pk.curve.name}-{fixture.name}"
         formats.write_proof_json(out / f"{name}.proof.json", res.proof)
         formats.write_public_json(out / f"{name}.public.json", res.public)
         (out / f"{name}.proof.bin").write_bytes(res.proof.to_bytes())

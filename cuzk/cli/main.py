@@ -169,12 +169,10 @@ def cmd_setup(a) -> int:
     from ..backends import gpu_available
 
     if backend == "auto":
-        backend = "gpu" if gpu_available() and rc.curve.name == "bls12_381" else "cpu"
+        backend = "gpu" if gpu_available() else "cpu"
     if backend == "gpu":
         if not gpu_available():
             raise CuzkError("--backend gpu: no CUDA GPU visible (CuPy missing or no device)")
-        if rc.curve.name != "bls12_381":
-            raise CuzkError(f"--backend gpu: the GPU setup kernels are built for BLS12-381 only; {rc.curve} keys come from --backend cpu")
         from ..backends.gpu import setup as gpu_setup
 
         pk = gpu_setup.setup(rc.pce, style=a.format, timer=timer)

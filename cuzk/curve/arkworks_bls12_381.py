@@ -17,7 +17,7 @@ from .fixed_base import FixedBase
 
 CURVE = _get_curve("bls12_381")
 
-__all__ = ["GT", "CURVE", "G1Point", "G2Point", "Scalar", "fixed_base_mul", "load_bases", "msm_submit"]
+__all__ = ["CURVE", "GT", "G1Point", "G2Point", "Scalar", "fixed_base_mul", "load_bases", "msm_submit"]
 
 
 def load_bases(group: int, raw, n: int, what: str) -> list:

@@ -10,15 +10,16 @@ Phases are timed with CUDA events and recorded when the last MSM has been submit
 Device keys (the SRS vectors, the constraint matrices, the bellperson scalar indices) belong to this
 backend, one per (key, device), never to :class:`~cuzk.groth16.keys.ProvingKey`.
 
-Switches (environment; defaults are the measured winners): ``CUZK_B_G2=gpu|cpu``, ``CUZK_PINNED=1|0``,
-``CUZK_NTT_BATCH=1|0`` (a, b, c in one batched NTT launch per pass, phase ``ntt_abc``, or one after the
-other, phases ``ntt_a/b/c``), ``CUZK_UPLOAD_COPY=parallel|single`` (the copy into the pinned stage).
+Every curve of cuzk.curves runs here: the kernels are built from the curve's preamble, the key's
+curve picks them. Switches come from the process-wide :class:`~cuzk.backends.gpu.config.GpuConfig`
+(the daemon's ``[gpu]`` table; environment variables override it for benchmarks): ``b_g2`` (gpu|cpu),
+``pinned``, ``upload_copy`` (parallel|single: the copy into the pinned stage), ``ntt_batch`` (a, b, c in
+one batched NTT launch per pass, phase ``ntt_abc``, or one after the other, phases ``ntt_a/b/c``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 import weakref
@@ -29,13 +30,15 @@ import cupy
 import numpy as np
 
 from ...curve import library
-from ...field import fr
+from ...curves import Curve
+from ...field.prime import copy_into
 from ...groth16.backend import Device, Memory
 from ...groth16.keys import VECTOR_GROUPS, ProvingKey
 from ...timing import Timer
+from . import config
 from . import msm as gmsm
 from . import ntt as gntt
-from .runtime import BLOCK, GpuError, env_choice, grid_for, launch, op_errors
+from .runtime import BLOCK, grid_for, launch, op_errors
 
 
 class DeviceKey:
@@ -46,7 +49,9 @@ class DeviceKey:
         self.device = device
         with cupy.cuda.Device(device), op_errors(f"uploading the SRS of {pk.source} to GPU {device}"):
             self.points = (
-                points if points is not None else {name: gmsm.upload_points(pk.raw[name], g) for name, g in VECTOR_GROUPS.items()}
+                points
+                if points is not None
+                else {name: gmsm.upload_points(pk.raw[name], g, pk.curve) for name, g in VECTOR_GROUPS.items()}
             )
             self.mats = {}
             for key, m in (("A", pk.A), ("B", pk.B), ("C", pk.C)):
@@ -154,18 +159,18 @@ def to_pinned(v: np.ndarray) -> np.ndarray:
 
 
 def _host_copy(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
-    """dst[:] = src, on every core (CUZK_UPLOAD_COPY=parallel, the default for field vectors: 2^26 witness
+    """dst[:] = src, on every core (upload_copy = parallel, the default for field vectors: 2^26 witness
     upload 272 -> 102 ms on the H200, 2026-12-03) or on one thread (single)."""
-    if env_choice("CUZK_UPLOAD_COPY", ("parallel", "single")) == "parallel" and src.ndim == 2 and src.shape[1:] == (4,):
-        return fr.copy_into(dst, src)
+    if config.current().upload_copy == "parallel" and src.ndim == 2 and src.shape[1:] == (4,):
+        return copy_into(dst, src)
     np.copyto(dst, src)
     return dst
 
 
 def upload_fr(v: np.ndarray) -> cupy.ndarray:
     """Host field vector -> device: one DMA when ``v`` is already page-locked (``to_pinned``), else through
-    a reused pinned staging buffer unless CUZK_PINNED=0."""
-    if os.environ.get("CUZK_PINNED", "1") == "0":
+    a reused pinned staging buffer unless the config's ``pinned`` is off (CUZK_PINNED=0)."""
+    if not config.current().pinned:
         return cupy.asarray(v)
     if v.flags.c_contiguous and is_pinned(v):
         out = cupy.empty(v.shape, dtype=cupy.uint64)
@@ -188,27 +193,16 @@ def upload_fr(v: np.ndarray) -> cupy.ndarray:
         return out
 
 
-def spmv(mat, w: cupy.ndarray, out: cupy.ndarray) -> cupy.ndarray:
+def spmv(mat, w: cupy.ndarray, out: cupy.ndarray, curve: Curve) -> cupy.ndarray:
     """out[:rows] = M w (out is zeroed by the caller beyond the matrix's rows)."""
     row_ptr, cols, vals, rows = mat
-    launch(
-        "fr_ops",
-        "spmv_csr",
-        grid_for(rows),
-        BLOCK,
-        (row_ptr, cols, vals, w, out, np.uint32(rows)),
-        f"sparse mat-vec of {rows} rows",
-    )
+    op = f"sparse mat-vec of {rows} rows"
+    launch("fr_ops", "spmv_csr", grid_for(rows), BLOCK, (row_ptr, cols, vals, w, out, np.uint32(rows)), op, curve=curve)
     return out
 
 
-def _ew(name: str, *arrays, n: int) -> None:
-    launch("fr_ops", name, grid_for(n), BLOCK, (*arrays, np.uint32(n)), f"{name} of {n} elements")
-
-
-def _require_kernels(pk: ProvingKey) -> None:
-    if pk.curve.name != "bls12_381":
-        raise GpuError(f"{pk.source}: the GPU kernels are not built for {pk.curve} yet; use the CPU backend")
+def _ew(name: str, *arrays, n: int, curve: Curve) -> None:
+    launch("fr_ops", name, grid_for(n), BLOCK, (*arrays, np.uint32(n)), f"{name} of {n} elements", curve=curve)
 
 
 class GpuSession:
@@ -216,6 +210,7 @@ class GpuSession:
 
     def __init__(self, backend: GpuBackend, pk: ProvingKey, dk: DeviceKey, timer: Timer):
         self.backend, self.pk, self.dk, self.timer = backend, pk, dk, timer
+        self.curve = pk.curve
         self.ev = _Events(timer)
         self.t0 = time.perf_counter()
         self.n = pk.domain_size
@@ -236,18 +231,18 @@ class GpuSession:
         return upload_fr(w)
 
     def matvec(self, matrix: str, w: cupy.ndarray) -> cupy.ndarray:
-        return spmv(self.dk.mats[matrix], w, self._row())
+        return spmv(self.dk.mats[matrix], w, self._row(), self.curve)
 
     def mul(self, a: cupy.ndarray, b: cupy.ndarray) -> cupy.ndarray:
         out = self._row()
-        _ew("fr_mul", a, b, out, n=self.n)
+        _ew("fr_mul", a, b, out, n=self.n, curve=self.curve)
         return out
 
     def evals_to_coset(self, vectors: Sequence[cupy.ndarray], generator: int, shift: int) -> None:
-        dom = gntt.domain(self.pk.domain_log, generator)
+        dom = gntt.domain(self.pk.domain_log, generator, self.curve)
         slab = self._slab
         batched = (
-            self.backend.ntt_batch
+            config.current().ntt_batch
             and slab is not None
             and len(vectors) == 3
             and all(v.data.ptr == slab[i].data.ptr for i, v in enumerate(vectors))
@@ -262,12 +257,12 @@ class GpuSession:
 
     def mul_sub(self, a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray) -> cupy.ndarray:
         h = cupy.empty((self.n, 4), dtype=cupy.uint64)
-        _ew("fr_mul_sub", a, b, c, h, n=self.n)
+        _ew("fr_mul_sub", a, b, c, h, n=self.n, curve=self.curve)
         self._slab = None  # a, b, c are dead: their memory goes back before the MSMs
         return h
 
     def coset_intt(self, x: cupy.ndarray, generator: int, shift: int, scale: int) -> None:
-        gntt.domain(self.pk.domain_log, generator).coset_intt(x, shift, scale=scale)
+        gntt.domain(self.pk.domain_log, generator, self.curve).coset_intt(x, shift, scale=scale)
 
     def gather(self, w: cupy.ndarray, which: str) -> cupy.ndarray:
         return w[self.dk.index[which]]
@@ -279,7 +274,7 @@ class GpuSession:
         return x[start:]
 
     def msm(self, group: int, bases: str, scalars: cupy.ndarray, skip_infinity: bool = False, label: str = ""):
-        if group == 2 and self.backend.b_g2_on == "cpu":
+        if group == 2 and config.current().b_g2 == "cpu":
             from ..cpu import CpuSession
 
             cpu = self.backend.cpu()
@@ -287,7 +282,7 @@ class GpuSession:
             return CpuSession(self.pk, cpu.resident(self.pk), self.timer).msm(group, bases, host, skip_infinity, label)
         name = {"b1": "b_g1", "b2": "b_g2"}.get(label, label)
         with self.ev.phase(f"msm_{name}"):
-            return library.Done(gmsm.msm(group, self.dk.points[bases], cupy.ascontiguousarray(scalars)))
+            return library.Done(gmsm.msm(group, self.dk.points[bases], cupy.ascontiguousarray(scalars), curve=self.curve))
 
     def submitted(self) -> None:
         self.ev.flush()
@@ -303,13 +298,10 @@ class GpuBackend:
     msm_before_quotient = False
 
     def __init__(self) -> None:
-        self.b_g2_on = env_choice("CUZK_B_G2", ("gpu", "cpu"))
-        # a, b, c transformed in one batched launch per NTT pass (1) or one after the other (0)
-        self.ntt_batch = os.environ.get("CUZK_NTT_BATCH", "1") == "1"
         self._cpu = None
 
     def cpu(self):
-        """The CPU backend B_G2 runs on when CUZK_B_G2=cpu."""
+        """The CPU backend B_G2 runs on when the config's b_g2 is "cpu"."""
         if self._cpu is None:
             from ..cpu import CpuBackend
 
@@ -342,7 +334,6 @@ class GpuBackend:
         return cupy.cuda.Device().id if device is None or device.ordinal < 0 else device.ordinal
 
     def load_key(self, pk: ProvingKey, device: Device | None = None) -> int:
-        _require_kernels(pk)
         return device_key(pk, self._ordinal(device)).nbytes
 
     def evict_key(self, pk: ProvingKey, device: Device | None = None) -> int:
@@ -352,7 +343,6 @@ class GpuBackend:
         return pk.raw_bytes() + pk.matrix_bytes()
 
     def begin(self, pk: ProvingKey, timer: Timer, device: Device | None = None) -> GpuSession:
-        _require_kernels(pk)
         dev = self._ordinal(device)
         with cupy.cuda.Device(dev):
             return GpuSession(self, pk, device_key(pk, dev), timer)

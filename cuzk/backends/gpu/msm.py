@@ -9,9 +9,9 @@ across bucket boundaries (GpuConfig.msm_acc = "even", the default; the pieces of
 combined by a parallel tree) or one thread per work item of a bucket ("items"). Switches come from
 :func:`config.current` (config.py), never from the environment directly.
 
-TODO(curves): BLS12-381 only for now: the point sizes (POINT_WORDS, XYZZ_WORDS: 12-limb Fq), the
-decoding of results (48-byte coordinates, Q, py_arkworks_bls12381 points) and the 255-bit default of
-choose_window. The kernels themselves build for any curve of cuzk.curves (limb counts from the preamble).
+Every function takes the curve (``curve``: a :class:`cuzk.curves.Curve` or its name; BLS12-381 when
+omitted, for the benchmarks' sake): the point sizes, the cubins (built from the curve's preamble) and
+the decoding of results (into the curve's CPU point library) follow it.
 """
 
 from __future__ import annotations
@@ -22,15 +22,24 @@ from typing import ClassVar
 
 import cupy
 import numpy as np
-from py_arkworks_bls12381 import G1Point, G2Point
 
 from ...curve import points as pts
-from ...field.constants import Q, R
+from ...curves import Curve
 from . import config
+from .build import curve_of
 from .runtime import BLOCK, GpuOutOfMemory, grid_for, launch, op_errors, synchronize, u32
 
-POINT_WORDS = {1: 12, 2: 24}  # affine point: uint64 words
-XYZZ_WORDS = {1: 24, 2: 48}
+
+def point_words(curve: Curve, group: int) -> int:
+    """uint64 words of an affine point (x, y)."""
+    return curve.point_bytes(group) // 8
+
+
+def xyzz_words(curve: Curve, group: int) -> int:
+    """uint64 words of an XYZZ point (X, Y, ZZ, ZZZ)."""
+    return 2 * point_words(curve, group)
+
+
 REDUCE_BLOCK = {1: 128, 2: 64}  # must match MSM_ENTRY_POINTS in msm.cu
 ITEM_ENTRIES = 64  # max points one accumulation thread adds (splits crowded buckets)
 SEGMENT_LOG = 4  # buckets per thread in the first level of the window reduction
@@ -55,7 +64,7 @@ class MsmStats:
 BUCKET_COST = {1: 6.0, 2: 4.0}
 
 
-def choose_window(n: int, group: int = 1, bits: int = 255) -> int:
+def choose_window(n: int, group: int = 1, bits: int = 255) -> int:  # bits: the scalars' largest bit length
     """Window (bits) minimising windows x (entries + BUCKET_COST x buckets) for n non-0/1 scalars of at
     most ``bits`` bits (signed digits: 2^(c-1) buckets per window); G2 buckets are twice as large, so
     its window is capped lower to bound memory. GpuConfig.msm_window (CUZK_MSM_WINDOW) overrides."""
@@ -99,28 +108,35 @@ def _poisoned(shape, dtype=cupy.uint64) -> cupy.ndarray:
     return a
 
 
+def _launch(curve: Curve, *args) -> None:
+    """A launch from the curve's build of the module."""
+    launch(*args, curve=curve)
+
+
 def _k(group: int, name: str) -> str:
     return f"g{group}_{name}"
 
 
-def _xyzz_to_point(words: np.ndarray, group: int):
-    """One XYZZ point (Montgomery limbs) -> arkworks point. x = X/ZZ, y = Y/ZZZ (R cancels)."""
+def _xyzz_to_point(words: np.ndarray, group: int, curve: Curve):
+    """One XYZZ point (Montgomery limbs) -> a point of the curve's library. x = X/ZZ, y = Y/ZZZ (R cancels)."""
     raw = words.astype("<u8").tobytes()
-    k = 48
+    k = curve.n8q
+    Q = curve.q
+    lib = curve.lib
     ints = [int.from_bytes(raw[k * i : k * (i + 1)], "little") for i in range(len(raw) // k)]
     if group == 1:
         X, Y, ZZ, ZZZ = ints
         if ZZ == 0:
-            return G1Point.identity()
+            return lib.G1Point.identity()
         x = X * pow(ZZ, -1, Q) % Q
         y = Y * pow(ZZZ, -1, Q) % Q
-        return pts.g1_from_ints(x, y, "GPU MSM result")
+        return pts.from_ints(curve, 1, (x, y), "GPU MSM result")
     X = ints[0:2]
     Y = ints[2:4]
     ZZ = ints[4:6]
     ZZZ = ints[6:8]
     if ZZ == [0, 0]:
-        return G2Point.identity()
+        return lib.G2Point.identity()
 
     def inv2(a):
         n = (a[0] * a[0] + a[1] * a[1]) % Q
@@ -132,7 +148,7 @@ def _xyzz_to_point(words: np.ndarray, group: int):
 
     x = mul2(X, inv2(ZZ))
     y = mul2(Y, inv2(ZZZ))
-    return pts.g2_from_ints(x[0], x[1], y[0], y[1], "GPU MSM result")
+    return pts.from_ints(curve, 2, (x[0], x[1], y[0], y[1]), "GPU MSM result")
 
 
 class _Profile:
@@ -172,15 +188,17 @@ def _accumulate_even(
     op: str,
     prof: _Profile,
     mark: str,
+    curve: Curve,
 ) -> tuple[cupy.ndarray, int]:
     """Even accumulation of bucket-sorted ``entries`` (``bounds``: total + 1 bucket offsets), then the
     tree rounds that combine each bucket's pieces; returns (partials, S): bucket b's sum is in slot
     b + bounds[b] // S (see bucket_value in kernels/msm_accumulate.cuh). ``max_count``: the largest bucket."""
     S = even_chunk(n_entries)
     nthreads = -(-n_entries // S)
-    partials = _poisoned((total + nthreads, XYZZ_WORDS[group]))  # slots b + t; the unused ones are never read
+    partials = _poisoned((total + nthreads, xyzz_words(curve, group)))  # slots b + t; the unused ones are never read
     first_bucket = _poisoned(nthreads, cupy.uint32)
-    launch(
+    _launch(
+        curve,
         "msm",
         _k(group, "accumulate_even"),
         grid_for(nthreads, 128),
@@ -193,7 +211,8 @@ def _accumulate_even(
     max_pieces = -(-max_count // S) + 1
     step = 1
     while step < max_pieces:  # tree rounds over the pieces of the crowded buckets
-        launch(
+        _launch(
+            curve,
             "msm",
             _k(group, "combine_pieces"),
             grid_for(nthreads, 128),
@@ -214,11 +233,11 @@ def ones_mode() -> str:
 
 
 def _msm_chunk(
-    group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool, stats: MsmStats
+    group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool, stats: MsmStats, curve: Curve
 ) -> tuple[list, int, np.ndarray | None]:
     """One MSM on device arrays; returns ([(window sum XYZZ words, shift)], window, ones-sum words)."""
     n = scalars.shape[0]
-    words = XYZZ_WORDS[group]
+    words = xyzz_words(curve, group)
     rb = REDUCE_BLOCK[group]
     prof = _Profile()
     mode, ones_how = accumulation_mode(), ones_mode()  # read once: the config may be replaced meanwhile
@@ -226,7 +245,7 @@ def _msm_chunk(
     with op_errors(op):
         flags = _poisoned(max(1, n), cupy.uint8)
         cls = cupy.zeros(2, dtype=cupy.uint32)
-        launch("msm", "msm_classify", grid_for(n), BLOCK, (scalars, u32(n), np.int32(int(ones)), flags, cls), op)
+        _launch(curve, "msm", "msm_classify", grid_for(n), BLOCK, (scalars, u32(n), np.int32(int(ones)), flags, cls), op)
         prof.mark("classify")
         n_other, bits = (int(x) for x in cupy.asnumpy(cls))
         extra = cupy.zeros((1, words), dtype=cupy.uint64)
@@ -237,7 +256,7 @@ def _msm_chunk(
             m = int(idx.size)
             if m:
                 one_bucket = cupy.asarray(np.array([0, m], dtype=np.uint32))
-                part, _ = _accumulate_even(group, bases, idx, one_bucket, 1, m, m, op, prof, "ones_accumulate")
+                part, _ = _accumulate_even(group, bases, idx, one_bucket, 1, m, m, op, prof, "ones_accumulate", curve)
                 extra = part[:1].copy()  # bucket 0's sum sits in slot 0; the pieces are freed now
                 del part
                 n_extra = 1
@@ -247,8 +266,8 @@ def _msm_chunk(
         elif ones:
             nblocks = max(1, min(grid_for(n, rb), 132 * 16))
             part = _poisoned((nblocks, words))
-            launch("msm", _k(group, "masked_sum"), nblocks, rb, (bases, flags, u32(n), np.uint8(1), part), op)
-            launch("msm", _k(group, "reduce"), 1, rb, (part, u32(nblocks), extra), op)
+            _launch(curve, "msm", _k(group, "masked_sum"), nblocks, rb, (bases, flags, u32(n), np.uint8(1), part), op)
+            _launch(curve, "msm", _k(group, "reduce"), 1, rb, (part, u32(nblocks), extra), op)
             n_extra = 1
             ones_count = cupy.count_nonzero(flags[:n] == 1)  # read at the end: no host sync here
             prof.mark("ones")
@@ -264,7 +283,7 @@ def _msm_chunk(
         stats.window, stats.windows = c, nwin
         op = f"G{group} MSM of {n} points (window {c})"
         counts = cupy.zeros(total, dtype=cupy.uint32)
-        launch("msm", "msm_count", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), counts), op)
+        _launch(curve, "msm", "msm_count", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), counts), op)
         prof.mark("count")
         ends = cupy.cumsum(counts, dtype=cupy.uint64)
         n_entries = int(ends[-1])
@@ -287,14 +306,21 @@ def _msm_chunk(
         prof.mark("scan")
         entries = _poisoned(max(1, n_entries), cupy.uint32)
         cursor = offsets.copy()
-        launch(
-            "msm", "msm_scatter", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), cursor, entries), op
+        _launch(
+            curve,
+            "msm",
+            "msm_scatter",
+            grid_for(n),
+            BLOCK,
+            (scalars, flags, u32(n), np.int32(c), np.int32(nwin), cursor, entries),
+            op,
         )
         del cursor
         if not even:
             item_start = _poisoned(max(1, nitems), cupy.uint32)
             item_len = _poisoned(max(1, nitems), cupy.uint32)
-            launch(
+            _launch(
+                curve,
                 "msm",
                 "msm_make_items",
                 grid_for(total),
@@ -307,12 +333,15 @@ def _msm_chunk(
         prof.mark("scatter")
         buckets = None if even else _poisoned((total, words))
         if even:
-            partials, S = _accumulate_even(group, bases, entries, bounds, total, n_entries, max_count, op, prof, "accumulate")
+            partials, S = _accumulate_even(
+                group, bases, entries, bounds, total, n_entries, max_count, op, prof, "accumulate", curve
+            )
             del entries
             prof.mark("combine")
         else:
             partials = _poisoned((max(1, nitems), words))
-            launch(
+            _launch(
+                curve,
                 "msm",
                 _k(group, "accumulate"),
                 grid_for(nitems, 128),
@@ -322,7 +351,15 @@ def _msm_chunk(
             )
             del entries, item_start, item_len
             prof.mark("accumulate")
-            launch("msm", _k(group, "bucket_sum"), grid_for(total, 128), 128, (partials, item_offsets, u32(total), buckets), op)
+            _launch(
+                curve,
+                "msm",
+                _k(group, "bucket_sum"),
+                grid_for(total, 128),
+                128,
+                (partials, item_offsets, u32(total), buckets),
+                op,
+            )
             del partials, item_offsets
             prof.mark("bucket_sum")
         seg_log = min(SEGMENT_LOG, c - 1)
@@ -330,7 +367,8 @@ def _msm_chunk(
         segT = _poisoned((nwin * nseg, words))
         segA = _poisoned((nwin * nseg, words))
         if even:  # buckets summed from the accumulation's pieces inside the first reduction level
-            launch(
+            _launch(
+                curve,
                 "msm",
                 _k(group, "segments_even"),
                 grid_for(nwin * nseg, 64),
@@ -340,7 +378,8 @@ def _msm_chunk(
             )
             del partials, bounds
         else:
-            launch(
+            _launch(
+                curve,
                 "msm",
                 _k(group, "segments"),
                 grid_for(nwin * nseg, 64),
@@ -353,10 +392,18 @@ def _msm_chunk(
         G = max(1, -(-nseg // (rb * WINDOW_K)))
         partX = _poisoned((nwin * G, words))
         partY = _poisoned((nwin * G, words))
-        launch("msm", _k(group, "window_partial"), nwin * G, rb, (segT, segA, u32(nseg), u32(WINDOW_K), u32(G), partX, partY), op)
+        _launch(
+            curve,
+            "msm",
+            _k(group, "window_partial"),
+            nwin * G,
+            rb,
+            (segT, segA, u32(nseg), u32(WINDOW_K), u32(G), partX, partY),
+            op,
+        )
         del segT, segA
         win = _poisoned((nwin, words))
-        launch("msm", _k(group, "window_final"), nwin, rb, (partX, partY, u32(G), np.int32(seg_log), win), op)
+        _launch(curve, "msm", _k(group, "window_final"), nwin, rb, (partX, partY, u32(G), np.int32(seg_log), win), op)
         del partX, partY
         prof.mark("window")
         win_host = cupy.asnumpy(win)
@@ -365,20 +412,18 @@ def _msm_chunk(
         return [(win_host[w], c * w) for w in range(nwin)], c, cupy.asnumpy(extra)[0] if n_extra else None
 
 
-def _combine(group: int, windows: list, extra) -> object:
-    """sum_w 2^(shift_w) W_w + extra on the host: one small arkworks MSM instead of ~255 sequential
-    doublings in a single GPU thread (measured 9 ms on the GPU for a G1 window combine)."""
-    from ...curve.msm import scalar
-
-    g = G1Point if group == 1 else G2Point
+def _combine(group: int, windows: list, extra, curve: Curve) -> object:
+    """sum_w 2^(shift_w) W_w + extra on the host: one small MSM of the curve's library instead of ~255
+    sequential doublings in a single GPU thread (measured 9 ms on the GPU for a G1 window combine)."""
+    lib = curve.lib
+    g = lib.G1Point if group == 1 else lib.G2Point
     pts_, sc = [], []
     for words_, shift in windows:
-        p = _xyzz_to_point(words_, group)
-        pts_.append(p)
-        sc.append(scalar(1 << shift))
+        pts_.append(_xyzz_to_point(words_, group, curve))
+        sc.append(lib.Scalar((1 << shift) % curve.r))
     acc = g.multiexp_unchecked(pts_, sc) if pts_ else g.identity()
     if extra is not None:
-        acc = acc + _xyzz_to_point(extra, group)
+        acc = acc + _xyzz_to_point(extra, group, curve)
     return acc
 
 
@@ -390,8 +435,11 @@ def msm(
     ones: bool = True,
     chunk: int | None = None,
     stats: MsmStats | None = None,
+    curve: Curve | str | None = None,
 ):
-    """sum_i scalars[i] * bases[i] (scalars: device Montgomery Fr vector; bases: device LEM points)."""
+    """sum_i scalars[i] * bases[i] (scalars: device Montgomery Fr vector; bases: device LEM points),
+    a point of the curve's CPU library."""
+    curve = curve_of(curve)
     n = scalars.shape[0]
     if bases.shape[0] < n:
         raise ValueError(f"G{group} MSM with {n} scalars but {bases.shape[0]} bases")
@@ -402,7 +450,9 @@ def msm(
     while start < n:
         size = min(chunk, n - start)
         try:
-            parts.append(_msm_chunk(group, bases[start : start + size], scalars[start : start + size], window, ones, stats))
+            parts.append(
+                _msm_chunk(group, bases[start : start + size], scalars[start : start + size], window, ones, stats, curve)
+            )
             stats.chunks += 1
             start += size
         except GpuOutOfMemory:
@@ -411,17 +461,18 @@ def msm(
             cupy.get_default_memory_pool().free_all_blocks()
             chunk = size // 2  # out of memory: retry this range in halves
     synchronize(f"G{group} MSM of {n} points")
-    acc = G1Point.identity() if group == 1 else G2Point.identity()
+    lib = curve.lib
+    acc = lib.G1Point.identity() if group == 1 else lib.G2Point.identity()
     for windows, _, extra in parts:
-        acc = acc + _combine(group, windows, extra)
+        acc = acc + _combine(group, windows, extra, curve)
     return acc
 
 
-def upload_points(raw, group: int) -> cupy.ndarray:
-    """LEM point bytes -> device array of shape (n, POINT_WORDS[group]) uint64."""
-    words = POINT_WORDS[group]
+def upload_points(raw, group: int, curve: Curve | str | None = None) -> cupy.ndarray:
+    """LEM point bytes -> device array of shape (n, point_words) uint64."""
+    words = point_words(curve_of(curve), group)
     host = np.frombuffer(raw, dtype=np.uint64).reshape(-1, words)
     return cupy.asarray(host)
 
 
-__all__ = ["MsmStats", "R", "choose_window", "msm", "upload_points"]
+__all__ = ["MsmStats", "choose_window", "msm", "point_words", "upload_points", "xyzz_words"]

@@ -7,8 +7,9 @@ The raw passes are DIF (natural -> bit-reversed) and DIT (bit-reversed -> natura
 DIF, a coset scaling in bit-reversed index order and a forward DIT evaluates a polynomial given by its
 values on the domain at a coset, with no bit-reversal pass at all (what the prover's H step needs).
 
-Switches: GpuConfig.ntt_radix and ntt_plan (config.py). TODO(curves): the domain constants (R, the
-root-of-unity generator) are BLS12-381's; the kernels build for any curve with an 8-limb Fr.
+Switches: GpuConfig.ntt_radix and ntt_plan (config.py). A domain belongs to a curve: its constants
+come from the curve's scalar field and its kernels from the curve's build of the ntt module
+(BLS12-381 when no curve is named, for the benchmarks' sake).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import functools
 import cupy
 import numpy as np
 
-from ...field import fr
-from ...field.constants import SNARKJS_ROOT_GENERATOR, R
+from ...curves import Curve
 from ...field.ntt import Domain as CpuDomain
+from ...field.prime import PrimeField
 from . import config
+from .build import curve_of
 from .runtime import BLOCK, grid_for, launch, op_errors, u32
 
 TILE_LOG = 10  # stages per pass at most (2^10 elements, 32 KiB of shared memory)
@@ -86,19 +88,31 @@ def _plan_greedy(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
     return passes
 
 
-def _split_powers(g: int, n: int, start: int = 1) -> tuple[cupy.ndarray, cupy.ndarray, int]:
+def _split_powers(fr: PrimeField, g: int, n: int, start: int = 1) -> tuple[cupy.ndarray, cupy.ndarray, int]:
     """Tables lo[j] = start g^j (j < 2^b) and hi[k] = g^(k 2^b) so that start g^e = lo[e & mask] * hi[e >> b]."""
     b = max(1, (max(1, n).bit_length() + 1) // 2)
     lo = fr.powers(g, 1 << b, start)
-    hi = fr.powers(pow(g, 1 << b, R), max(1, -(-n >> b)))
+    hi = fr.powers(pow(g, 1 << b, fr.p), max(1, -(-n >> b)))
     return cupy.asarray(lo), cupy.asarray(hi), b
+
+
+def power_table(g: int, n: int, curve: Curve | str | None = None, start: int = 1) -> cupy.ndarray:
+    """[start g^i for i < n] on the device (Montgomery)."""
+    c = curve_of(curve)
+    lo, hi, b = _split_powers(c.fr, g, n, start)
+    out = cupy.empty((n, 4), dtype=cupy.uint64)
+    launch("ntt", "fr_power_table", grid_for(n), BLOCK, (out, u32(n), lo, hi, u32(b)), "power table", curve=c)
+    return out
 
 
 class GpuDomain:
     """Domain of size 2^log_n from ``generator`` with twiddle tables resident on the device."""
 
-    def __init__(self, log_n: int, generator: int = SNARKJS_ROOT_GENERATOR):
-        cpu = CpuDomain(log_n, generator)  # the constants (its twiddle tables are lazy: not built here)
+    def __init__(self, log_n: int, generator: int | None = None, curve: Curve | str | None = None):
+        self.curve = curve_of(curve)
+        self.fr = self.curve.fr
+        generator = self.curve.root_generator if generator is None else generator
+        cpu = CpuDomain(self.fr, log_n, generator)  # the constants (its twiddle tables are lazy: not built here)
         self.log_n, self.size, self.generator = cpu.log_n, cpu.size, cpu.generator
         self.omega, self.omega_inv, self.size_inv = cpu.omega, cpu.omega_inv, cpu.size_inv
         half = max(1, self.size // 2)
@@ -107,12 +121,11 @@ class GpuDomain:
             self.tw = self._table(self.omega, half)
             self.tw_inv = self._table(self.omega_inv, half)
 
-    @staticmethod
-    def _table(g: int, n: int) -> cupy.ndarray:
-        lo, hi, b = _split_powers(g, n)
-        out = cupy.empty((n, 4), dtype=cupy.uint64)
-        launch("ntt", "fr_power_table", grid_for(n), BLOCK, (out, u32(n), lo, hi, u32(b)), "twiddle table")
-        return out
+    def _launch(self, *args) -> None:
+        launch("ntt", *args, curve=self.curve)
+
+    def _table(self, g: int, n: int) -> cupy.ndarray:
+        return power_table(g, n, self.curve)
 
     def _check(self, a: cupy.ndarray) -> int:
         """Validate one vector (n, 4) or a batch (b, n, 4) of vectors; returns the batch size."""
@@ -131,8 +144,7 @@ class GpuDomain:
         for lo, s, u in plan_passes(self.log_n, dit):
             grid = (1 << (self.log_n - s - u), batch)
             kernel, block = ("ntt_pass_r4", 1 << (s + u - 2)) if radix4 and s >= 2 else ("ntt_pass", 1 << (s + u - 1))
-            launch(
-                "ntt",
+            self._launch(
                 kernel,
                 grid,
                 block,
@@ -142,17 +154,17 @@ class GpuDomain:
 
     def _scale_table(self, g: int, scale: int) -> tuple:
         """Device tables for scale * g^e (see _split_powers), cached per (g, scale)."""
+        R = self.fr.p
         key = (g % R, scale % R)
         cached = self._scale_tables.get(key)
         if cached is None:
             if len(self._scale_tables) >= 32:  # callers with ever new factors must not grow it without bound
                 self._scale_tables.clear()
-            cached = self._scale_tables[key] = _split_powers(key[0], self.size, key[1])
+            cached = self._scale_tables[key] = _split_powers(self.fr, key[0], self.size, key[1])
         return cached
 
     def bit_reverse(self, a: cupy.ndarray) -> None:
-        launch(
-            "ntt",
+        self._launch(
             "fr_bit_reverse",
             (grid_for(self.size), self._check(a)),
             BLOCK,
@@ -163,8 +175,7 @@ class GpuDomain:
     def scale_powers(self, a: cupy.ndarray, g: int, scale: int = 1, reversed_order: bool = False) -> None:
         """a[i] *= scale * g^idx (idx = bitrev(i) if the data is in bit-reversed order)."""
         lo, hi, b = self._scale_table(g, scale)
-        launch(
-            "ntt",
+        self._launch(
             "fr_scale_powers",
             (grid_for(self.size), self._check(a)),
             BLOCK,
@@ -199,7 +210,7 @@ class GpuDomain:
         self._check(a)
         if self.log_n:
             self._passes(a, dit=False, inverse=True)
-        self.scale_powers(a, pow(shift, -1, R), self.size_inv * scale, reversed_order=True)
+        self.scale_powers(a, pow(shift, -1, self.fr.p), self.size_inv * scale, reversed_order=True)
         if self.log_n:
             self.bit_reverse(a)
         return a
@@ -216,9 +227,11 @@ class GpuDomain:
 
 
 @functools.lru_cache(maxsize=8)
-def _domain_cached(dev: int, log_n: int, generator: int) -> GpuDomain:
-    return GpuDomain(log_n, generator)
+def _domain_cached(dev: int, log_n: int, generator: int, curve: str) -> GpuDomain:
+    return GpuDomain(log_n, generator, curve)
 
 
-def domain(log_n: int, generator: int = SNARKJS_ROOT_GENERATOR) -> GpuDomain:
-    return _domain_cached(cupy.cuda.Device().id, log_n, generator)
+def domain(log_n: int, generator: int | None = None, curve: Curve | str | None = None) -> GpuDomain:
+    """The device's shared domain of 2^log_n from ``generator`` (the curve's snarkjs generator by default)."""
+    c = curve_of(curve)
+    return _domain_cached(cupy.cuda.Device().id, log_n, c.root_generator if generator is None else generator, c.name)

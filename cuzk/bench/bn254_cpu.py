@@ -1,7 +1,7 @@
 """Benchmark of cuzk's BN254 CPU point library (cuzk.curve.bn254), with arkworks BLS12-381 and py_ecc
 for reference.
 
-    .venv/bin/python bench/bn254_cpu.py [--repeat 5] [--sizes 12,14,16] [--only msm,pairing,...] [--json OUT]
+    .venv/bin/python -m cuzk.bench.bn254_cpu [--repeat 5] [--sizes 12,14,16] [--only msm,pairing,...] [--json OUT]
 
 Every row: median and spread (min..max) of --repeat timed runs after one untimed warm-up (numba
 compilation, caches). The load average is printed before and after: the CI-class machine is shared,
@@ -17,13 +17,10 @@ import os
 import platform
 import secrets
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cuzk.curve import _bn254_msm as ms
 from cuzk.curve import bn254 as L
