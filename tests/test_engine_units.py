@@ -68,6 +68,24 @@ def test_example_config_documents_every_key():
     # the reference text lists every key too, and is itself a valid config
     ref = cfgmod.reference_text()
     assert load_config(text=ref).warnings == []
+    from cuzk.backends import settings_reference
+
+    for k, *_ in settings_reference("gpu"):
+        assert ("gpu", k) in seen, f"gpu.{k} missing from {EXAMPLE.name}"
+        assert re.search(rf"^{k}\s*=", ref, re.MULTILINE), f"gpu.{k} missing from the reference text"
+
+
+def test_gpu_table_is_validated_without_a_gpu():
+    c = load_config(text='[gpu]\nb_g2 = "cpu"\nntt_radix = 2\nmodule_defines = { msm = "CUZK_ACC_MINB=4" }\n')
+    assert c.gpu == {"b_g2": "cpu", "ntt_radix": 2, "module_defines": {"msm": "CUZK_ACC_MINB=4"}} and c.warnings == []
+    for text, needle in (
+        ('[gpu]\nmsm_acc = "fast"\n', "[gpu] msm_acc = 'fast': expected even or items"),
+        ("[gpu]\nbogus = 1\n", "[gpu] bogus: unknown key"),
+        ("[gpu]\nntt_radix = 3\n", "[gpu] ntt_radix"),
+    ):
+        with pytest.raises(cfgmod.ConfigError) as ei:
+            load_config(text=text)
+        assert needle in str(ei.value) and "\n" not in str(ei.value), str(ei.value)
 
 
 def test_config_values_and_errors(tmp_path):

@@ -10,14 +10,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import BLS, FIXTURES
+from conftest import FIXTURES
 from test_interop import snarkjs_verifies
 
 from cuzk.groth16 import formats, verifier
 
 VEC = FIXTURES.parent / "vectors" / "gpu"
-# the BLS12-381 circom fixtures (tests/fixtures/<name>; the GPU vectors are BLS12-381 proofs)
-CIRCUITS = sorted(d.name for d in FIXTURES.iterdir() if (d / "circuit.zkey").exists())
+# the circom fixtures of both curves: tests/fixtures/<name> (BLS12-381, vectors <name>.*) and
+# tests/fixtures/bn254/<name> (vectors bn254-<name>.*)
+FOLDERS = {d.name: d for d in sorted(FIXTURES.iterdir()) if (d / "circuit.zkey").exists()}
+FOLDERS |= {f"bn254-{d.name}": d for d in sorted((FIXTURES / "bn254").iterdir()) if (d / "circuit.zkey").exists()}
+CIRCUITS = sorted(FOLDERS)
 
 
 def test_every_fixture_has_a_gpu_vector():
@@ -31,14 +34,14 @@ def test_gpu_proof_verifies_with_snarkjs_and_ours(name, tmp_path):
     meta = json.loads((VEC / f"{name}.meta.json").read_text())
     assert meta["backend"] == "gpu" and "H200" in meta["device"], meta
     proof_json, public_json = VEC / f"{name}.proof.json", VEC / f"{name}.public.json"
-    vk_json = FIXTURES / name / "verification_key.json"
+    vk_json = FOLDERS[name] / "verification_key.json"
     assert snarkjs_verifies(vk_json, public_json, proof_json)
     vk = formats.read_vk_json(vk_json)
     proof = formats.read_proof_json(proof_json, vk.curve)
     public = formats.read_public_json(public_json, vk.curve)
     assert verifier.verify(vk, public, proof)
-    # the 192-byte (bellperson layout) encoding holds the same proof
-    assert formats.Proof.from_bytes((VEC / f"{name}.proof.bin").read_bytes(), BLS).to_bytes() == proof.to_bytes()
+    # the binary encoding (bellperson's 192 bytes, BN254's 256-byte EVM layout) holds the same proof
+    assert formats.Proof.from_bytes((VEC / f"{name}.proof.bin").read_bytes(), vk.curve) == proof
     # and it is a proof of this statement only: another public input is rejected by both verifiers
     bad = [(public[0] + 1) % vk.curve.r] + public[1:]
     formats.write_public_json(tmp_path / "bad.json", bad)

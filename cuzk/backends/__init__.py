@@ -23,6 +23,34 @@ def gpu_available() -> bool:
     return gpu.available()
 
 
+def settings_reference(name: str) -> list[tuple[str, object, str]]:
+    """(key, default, what it does) of a backend's TOML table (``[gpu]``); empty for a backend without one."""
+    if name != "gpu":
+        return []
+    import dataclasses
+
+    from .gpu.config import GpuConfig
+
+    def toml_default(f: dataclasses.Field) -> object:  # the value as the [gpu] table spells it
+        if f.metadata.get("kind") == "module_defines":
+            return {}
+        if f.metadata.get("kind") == "defines":
+            return ""
+        return f.default
+
+    return [(f.name, toml_default(f), f.metadata.get("doc", "")) for f in dataclasses.fields(GpuConfig)]
+
+
+def check_settings(name: str, table: dict[str, object]) -> None:
+    """Validate a backend's TOML table without a device (ValueError naming the key and what is expected)."""
+    if name == "gpu":
+        from .gpu.config import GpuConfig
+
+        GpuConfig.from_mapping(table)
+    elif table:
+        raise ValueError(f"[{name}]: this backend has no settings")
+
+
 def get_backend(name: str = "cpu") -> Backend:
     """The process-wide backend "cpu" or "gpu", or "auto" (the GPU when CuPy sees one, else the CPU)."""
     if name == "auto":

@@ -135,6 +135,10 @@ class CpuBackend:
         self._lock = threading.Lock()
         self._keys: weakref.WeakKeyDictionary[ProvingKey, CpuKey] = weakref.WeakKeyDictionary()
 
+    def configure(self, settings: Any) -> None:
+        if settings:
+            raise ValueError("the CPU backend has no settings table")
+
     # ---- devices
     def devices(self) -> list[Device]:
         return [CPU]

@@ -204,6 +204,9 @@ def main() -> int:
     ap.add_argument("--upload", type=int, nargs="*", default=[20, 24, 26], help="witness upload sizes, pinned vs pageable")
     ap.add_argument("--step", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument(
+        "--plain", action="store_true", help="NTT rows without the side-by-side plans, radix and batching rows (shorter runs)"
+    )
     ap.add_argument("--json", default="")
     ap.add_argument(
         "--variants",
@@ -368,6 +371,8 @@ def main() -> int:
     def side_by_side(kind, log_n, f, floor=None, plans=True):
         """kind's row, then the same under the other pass plans and under each --ntt-variant build."""
         report(kind, log_n, ntt_timed(f), floor)
+        if a.plain:
+            return
         for plan in ("greedy", "balanced") if plans else ():
             report(f"  same, {plan} plan", log_n, ntt_timed(f, {"CUZK_NTT_PLAN": plan}), floor)
         for spec, defs in ntt_variants.items():
@@ -379,10 +384,11 @@ def main() -> int:
         floor = FLOOR_NTT_2_26 * (1 << log_n) / (1 << 26) * log_n / 26
         side_by_side("NTT", log_n, lambda: d.ntt(x), floor)
         other = "2" if config.current().ntt_radix == 4 else "4"  # the other butterfly form, side by side
-        report(f"  same, radix {other}", log_n, ntt_timed(lambda: d.ntt(x), {"CUZK_NTT_RADIX": other}), floor)
+        if not a.plain:
+            report(f"  same, radix {other}", log_n, ntt_timed(lambda: d.ntt(x), {"CUZK_NTT_RADIX": other}), floor)
         side_by_side("iNTT+coset NTT", log_n, lambda: d.evals_to_coset(x, 7))
         report("coset iNTT", log_n, ntt_timed(lambda: d.coset_intt(x, 7)))
-        if log_n in (16, 20, 24, 26):  # the prover's a, b, c: one batched launch per pass vs three
+        if log_n in (16, 20, 24, 26) and not a.plain:  # the prover's a, b, c: one batched launch per pass vs three
             x3 = cupy.concatenate([x[None]] * 3)
             side_by_side("  x3 batched", log_n, lambda: d.evals_to_coset(x3, 7), plans=False)
             report("  x3 one by one", log_n, ntt_timed(lambda: [d.evals_to_coset(x3[i], 7) for i in range(3)]))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import CuzkError
+from ..backends import check_settings, settings_reference
 
 
 class ConfigError(CuzkError):
@@ -360,6 +361,7 @@ class Config:
     circuits: list[CircuitConfig] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     path: str = ""
+    gpu: dict[str, Any] = field(default_factory=dict)  # the [gpu] table: the GPU backend's switches
 
     def __getattr__(self, name: str) -> Any:  # the sections: cfg.gpus.backend
         try:
@@ -412,7 +414,7 @@ def load_config(
         where = "<defaults>"
     warnings = []
     sections: dict[str, dict[str, Any]] = {}
-    known_sections = {s for s, *_ in SCHEMA} | {"circuits"}
+    known_sections = {s for s, *_ in SCHEMA} | {"circuits", "gpu"}
     for s in raw:
         if s not in known_sections:
             warnings.append(f"{where}: unknown section [{s}] ignored")
@@ -422,6 +424,11 @@ def load_config(
         sect = raw.get(s, {})
         v = sect.get(k, default) if isinstance(sect, dict) else default
         sections.setdefault(s, {})[k] = _convert(kind, v, f"{where}: {s}.{k}")
+    gpu_table = raw.get("gpu", {})
+    try:
+        check_settings("gpu", gpu_table)
+    except ValueError as e:
+        raise ConfigError(f"{where}: {e}") from None
     for s, sect in raw.items():
         if s in sections and isinstance(sect, dict):
             for k in sect:
@@ -476,7 +483,7 @@ def load_config(
             raise ConfigError(f"{where}: circuits[{i}].id: {cc.id!r} defined twice")
         seen.add(cc.id)
         circuits.append(cc)
-    return Config({n: Section(n, v) for n, v in sections.items()}, circuits, warnings, where)
+    return Config({n: Section(n, v) for n, v in sections.items()}, circuits, warnings, where, dict(gpu_table))
 
 
 def _toml_value(v: object) -> str:
@@ -501,6 +508,10 @@ def reference_text() -> str:
             cur = s
         out.append(f"# {doc}")
         out.append(f"{k} = {_toml_value(default)}")
+    out += ["", "# The GPU backend's switches (defaults: the measured winners; CUZK_* variables override them)", "[gpu]"]
+    for k, default, doc in settings_reference("gpu"):
+        out.append(f"# {doc}")
+        out.append(f"{k} = {_toml_value(list(default) if isinstance(default, tuple) else default)}")
     out += ["", "# One table per circuit (also registrable at run time with the RegisterCircuit RPC).", "# [[circuits]]"]
     for k, default, _kind, doc in CIRCUIT_KEYS:
         out.append(f"# {k} = {_toml_value(default)}    # {doc}")

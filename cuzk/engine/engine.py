@@ -83,7 +83,7 @@ class Engine:
         if cfg.cpu.threads:  # read when the CPU backend's MSM pool is made
             os.environ["CUZK_CPU_THREADS"] = str(cfg.cpu.threads)
         mem = machine_memory()
-        self.backend = open_backend(cfg.gpus.backend)
+        self.backend = open_backend(cfg.gpus.backend, cfg.gpu)
         self.executor = Executor(cfg, self.backend, mem)
         budget = cfg.memory.working_memory_budget or mem // 4
         self.scheduler = Scheduler(budget, cfg.scheduler.max_batch_size, cfg.scheduler.max_batch_wait_ms / 1e3, self.metrics, log)

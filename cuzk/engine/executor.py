@@ -16,6 +16,7 @@ import itertools
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from .. import CuzkError
 from ..backends import get_backend, gpu_available
@@ -25,14 +26,20 @@ from .errors import EngineError
 from .srs import SrsManager
 
 
-def open_backend(name: str) -> Backend:
-    """The backend ``gpus.backend`` names ("auto", "cpu", "gpu"); an EngineError if it cannot run here."""
+def open_backend(name: str, gpu_settings: dict[str, Any] | None = None) -> Backend:
+    """The backend ``gpus.backend`` names ("auto", "cpu", "gpu"), with the GPU one set up from the [gpu]
+    table; an EngineError if it cannot run here."""
     if name == "gpu" and not gpu_available():  # asked for explicitly: no silent fall-back to the CPU
         raise EngineError('gpus.backend = "gpu" but no CUDA GPU is visible (CuPy missing or no device)')
     try:
         backend: Backend = get_backend(name)
     except CuzkError as e:
         raise EngineError(f"gpus.backend = {name!r}: {e}") from None
+    if backend.name == "gpu":
+        try:
+            backend.configure(gpu_settings or {})
+        except ValueError as e:
+            raise EngineError(str(e)) from None
     return backend
 
 

@@ -12,7 +12,7 @@ whose ``result()`` is a point of the curve's CPU point library.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -46,6 +46,10 @@ class Backend(Protocol):
     # True: the recipe submits the witness MSMs before computing the quotient (they overlap on the CPU's
     # thread pool); False: the quotient first (a GPU frees a, b, c before the MSMs take their memory)
     msm_before_quotient: bool
+
+    def configure(self, settings: Mapping[str, Any]) -> None:
+        """Apply the backend's table of the daemon's TOML (``[gpu]``; the environment still overrides)."""
+        ...
 
     # ---- devices and memory
     def devices(self) -> list[Device]: ...

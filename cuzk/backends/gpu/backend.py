@@ -300,6 +300,10 @@ class GpuBackend:
     def __init__(self) -> None:
         self._cpu = None
 
+    def configure(self, settings: Any) -> None:
+        """The daemon's [gpu] table over the defaults, the environment's CUZK_* variables over both."""
+        config.configure(config.GpuConfig.from_env(config.GpuConfig.from_mapping(settings or {})))
+
     def cpu(self):
         """The CPU backend B_G2 runs on when the config's b_g2 is "cpu"."""
         if self._cpu is None:
