@@ -278,7 +278,20 @@ def test_powers_across_chunk_boundary(F):
 def fq_edges(C) -> list[int]:
     Q, k = C.q, C.fq_limbs
     mont = pow(2, 64 * k, Q)
-    return [0, 1, 2, Q - 1, Q - 2, (Q - 1) // 2, 2**64 - 1, 2**(64 * k - 64) - 1, 2 ** (Q.bit_length() - 1), mont, Q - mont, pow(2, -64 * k, Q)]
+    return [
+        0,
+        1,
+        2,
+        Q - 1,
+        Q - 2,
+        (Q - 1) // 2,
+        2**64 - 1,
+        2 ** (64 * k - 64) - 1,
+        2 ** (Q.bit_length() - 1),
+        mont,
+        Q - mont,
+        pow(2, -64 * k, Q),
+    ]
 
 
 def fq_array(C, values) -> np.ndarray:
@@ -448,7 +461,9 @@ def test_large_round_trip_2_12(C, gen):
     assert F.to_ints(d.coset_intt(cev, shift)) == coefs
 
 
-@pytest.mark.parametrize("C,k", [(c, k) for c in CURVES for k in range(c.two_adicity + 1)], ids=lambda x: getattr(x, "name", str(x)))
+@pytest.mark.parametrize(
+    "C,k", [(c, k) for c in CURVES for k in range(c.two_adicity + 1)], ids=lambda x: getattr(x, "name", str(x))
+)
 def test_root_of_unity(C, k):
     R = C.r
     for g in generators(C):

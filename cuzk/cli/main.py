@@ -309,9 +309,7 @@ def cmd_synth_circuit(a) -> int:
     os.makedirs(a.output, exist_ok=True)
     write_r1cs(os.path.join(a.output, "circuit.r1cs"), c.pce, c.n_pub_out, c.n_pub_in, c.n_prv_in)
     write_wtns(os.path.join(a.output, "witness.wtns"), c.witness, curve)
-    print(
-        f"wrote {a.output}/circuit.r1cs and witness.wtns ({curve}, {c.pce.n_constraints} constraints, {c.pce.n_wires} wires)"
-    )
+    print(f"wrote {a.output}/circuit.r1cs and witness.wtns ({curve}, {c.pce.n_constraints} constraints, {c.pce.n_wires} wires)")
     return EXIT_OK
 
 
