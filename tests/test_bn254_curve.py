@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ROOT, SNARKJS
 from py_ecc import optimized_bn128 as ob
 
 from cuzk.curve import _bn254_msm as ms
@@ -29,8 +30,7 @@ C = get("bn254")
 Q, R = C.q, C.r
 ZP = 4965661367192848881
 EXP_FACTOR = 2 * ZP * (6 * ZP * ZP + 3 * ZP + 1)  # snarkjs/arkworks GT = textbook GT ^ this
-ROOT = Path(__file__).resolve().parents[1]
-SNARKJS = ROOT / "node_modules" / ".bin" / "snarkjs"
+
 CIRCOM = ROOT / "node_modules" / ".bin" / "circom2"
 
 rng = random.Random(254)

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conftest import SNARKJS, fixture_dir
 
 from cuzk import CuzkError, curves
 from cuzk.backends import get_backend
@@ -34,11 +35,9 @@ from cuzk.r1cs.wtns import parse_wtns, wtns_bytes
 from cuzk.server.client import Client, DaemonError
 from cuzk.server.daemon import Daemon
 
-ROOT = Path(__file__).resolve().parents[1]
-EX = ROOT / "tests" / "fixtures" / "example"
-BN_EX = ROOT / "tests" / "fixtures" / "bn254" / "example"  # the same circom circuit over BN254 (bn128)
+EX = fixture_dir("bls12_381")
+BN_EX = fixture_dir("bn254")  # the same circom circuit over BN254 (bn128)
 BLS = curves.get("bls12_381")
-SNARKJS = ROOT / "node_modules" / ".bin" / "snarkjs"
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from cuzk import CuzkError, curves
 from cuzk.backends import get_backend
@@ -28,7 +29,6 @@ from cuzk.groth16.backend import Device
 from cuzk.groth16.zkey import read_zkey
 from cuzk.r1cs.wtns import parse_wtns, wtns_bytes
 
-ROOT = Path(__file__).resolve().parents[1]
 CPU_BACKEND = get_backend("cpu")
 (CPU,) = CPU_BACKEND.devices()
 EXAMPLE = ROOT / "cuzk" / "engine" / "cuzk.example.toml"

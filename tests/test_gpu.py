@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import FIXTURES
 
 from cuzk import curves
 from cuzk.backends import get_backend, gpu
@@ -38,7 +39,7 @@ if gpu.available():
     from cuzk.backends.gpu.runtime import GpuOutOfMemory
     from cuzk.field.ntt import domain as _cpu_domain
 
-FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+FIX = FIXTURES
 on_curves = pytest.mark.parametrize("C", [BLS, BN], ids=lambda c: c.name)
 
 

@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import functools
 import re
-from pathlib import Path
+
+from conftest import ROOT
 
 import cuzk.bench.kernels
 from cuzk.backends.gpu import build
 
-ROOT = Path(__file__).resolve().parent.parent
 MODULES = build.MODULES + cuzk.bench.kernels.MODULES
 
-# launch("module", "name" | f"g{group}_name" | f"{x}_name", ...)
-LAUNCH = re.compile(r'launch\(\s*"(\w+)",\s*(f?)"([\w{}]+)"')
+# launch("module", "name" | f"g{group}_name" | f"{x}_name", ...), also msm.py's _launch(curve, "module", ...)
+LAUNCH = re.compile(r'launch\(\s*(?:\w+,\s*)?"(\w+)",\s*(f?)"([\w{}]+)"')
+# ntt.py's GpuDomain._launch("name", ...): the ntt module
+NTT_SELF = re.compile(r'self\._launch\(\s*"(\w+)"')
 # msm.py's _k(group, "name") -> g1_name / g2_name in the msm module
 PER_GROUP = re.compile(r'_k\(\s*\w+,\s*"(\w+)"\)')
-# elementwise helpers: backend.py's _ew("name", ...) (fr_ops), setup.py's _ew("module", "name", ...)
-ELEMENTWISE = re.compile(r'_ew\(\s*"(\w+)"(?:,\s*"(\w+)")?')
+# elementwise helpers: backend.py's _ew("name", ...) (fr_ops), setup.py's _ew(curve, "module", "name", ...)
+ELEMENTWISE = re.compile(r'_ew\(\s*(?:\w+,\s*)?"(\w+)"(?:,\s*"(\w+)")?')
 # kernels chosen by a conditional in ntt.py: ("ntt_pass_r4", ...) if ... else ("ntt_pass", ...)
 NTT_CHOICE = re.compile(r'\("(ntt_\w+)",')
 
@@ -60,7 +62,7 @@ def _launch_sites():
         for first, second in ELEMENTWISE.findall(text):
             yield (path, first, [second]) if second else (path, "fr_ops", [first])
         if path.name == "ntt.py":
-            for name in NTT_CHOICE.findall(text):
+            for name in NTT_CHOICE.findall(text) + NTT_SELF.findall(text):
                 yield path, "ntt", [name]
 
 
