@@ -52,6 +52,6 @@ def msm_submit(group: int, bases: list, scalars: np.ndarray, index: np.ndarray |
 
 def fixed_base_mul(group: int, base, scalars: np.ndarray, progress: str | None = None) -> np.ndarray:
     """scalars[i] * base (canonical scalars) as LEM rows: (n, 12) / (n, 24) uint64."""
-    raw = FixedBase(base).mul_canonical_lem(scalars, progress)
+    raw = FixedBase(base).mul_canonical_lem(scalars, CURVE, progress)
     words = CURVE.point_bytes(group) // 8
     return np.frombuffer(raw, dtype=np.uint64).reshape(-1, words)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..curves import get as _get_curve
+from ..curves import Curve
 from . import points as pts
 
 try:
@@ -49,11 +49,6 @@ class FixedBase:
             out.append(acc)
         return out
 
-    def mul_canonical_lem(self, canon: np.ndarray, progress: str | None = None, curve=None) -> bytes:
-        curve = curve or _get_curve("bls12_381")
+    def mul_canonical_lem(self, canon: np.ndarray, curve: Curve, progress: str | None = None) -> bytes:
         group = 1 if self.group.__name__.startswith("G1") else 2
         return pts.to_lem(curve, group, self.mul_canonical(canon, progress))
-
-    def mul_fr(self, v: np.ndarray, progress: str | None = None) -> list:
-        """Points v_i * base for a Montgomery BLS12-381 Fr vector (the GPU setup's tables)."""
-        return self.mul_canonical(_get_curve("bls12_381").fr.from_mont(v), progress)

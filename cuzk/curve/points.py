@@ -21,7 +21,6 @@ import numpy as np
 
 from .. import CuzkError
 from ..curves import Curve
-from ..curves import get as _get_curve
 from . import fq
 
 
@@ -213,37 +212,3 @@ def from_compressed(curve: Curve, group: int, data: bytes, what: str = "point"):
         return group_class(curve, group).from_compressed_bytes(bytes(data))
     except Exception as e:
         raise PointError(f"{what}: not a valid compressed G{group} point in the subgroup ({e})") from None
-
-
-# ---------------------------------------------------------------------------------------------
-# BLS12-381 shorthands (bellperson code paths and the GPU wrappers name the curve implicitly)
-
-_BLS = _get_curve("bls12_381")
-G1_BYTES = _BLS.g1_bytes
-G2_BYTES = _BLS.g2_bytes
-G1_COMPRESSED = 48
-G2_COMPRESSED = 96
-
-
-def g1_from_lem(buf, n: int, what: str = "G1 points") -> list:
-    return from_lem(_BLS, 1, buf, n, what)
-
-
-def g2_from_lem(buf, n: int, what: str = "G2 points") -> list:
-    return from_lem(_BLS, 2, buf, n, what)
-
-
-def g1_to_lem(points) -> bytes:
-    return to_lem(_BLS, 1, points)
-
-
-def g2_to_lem(points) -> bytes:
-    return to_lem(_BLS, 2, points)
-
-
-def g1_from_ints(x: int, y: int, what: str = "G1 point"):
-    return from_ints(_BLS, 1, (x, y), what)
-
-
-def g2_from_ints(x0: int, x1: int, y0: int, y1: int, what: str = "G2 point"):
-    return from_ints(_BLS, 2, (x0, x1, y0, y1), what)

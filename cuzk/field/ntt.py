@@ -60,12 +60,7 @@ def _k_dit(a, tw, log_n, m):
 class Domain:
     """Evaluation domain of size 2^log_n of ``field``, its roots built from ``generator``."""
 
-    def __init__(self, field: PrimeField | int, log_n: int | None = None, generator: int | None = None):
-        if isinstance(field, int):  # the (log_n, generator) form of the GPU wrappers: BLS12-381's Fr, until they take a curve
-            from .fr import FIELD
-
-            field, log_n, generator = FIELD, field, 5 if log_n is None else log_n
-        assert log_n is not None and generator is not None
+    def __init__(self, field: PrimeField, log_n: int, generator: int):
         if not 0 <= log_n <= field.two_adicity:
             raise ValueError(f"NTT domain 2^{log_n} outside 2^0..2^{field.two_adicity} of {field.name}")
         self.field = field
