@@ -2,7 +2,9 @@
 # One device session: install the carried wheels, build the kernels, run the GPU tests, benchmark.
 # Usage (through the device tool, carry [".whl", ".cache/cuda"]):
 #   bash cuzk/bench/device_run.sh MODES [extra args for cuzk.bench.gpu_kernels or cuzk.bench.gpu_prove]
-# MODES: a comma-separated list of tests, vectors, bench, prove, or "all" (= tests,bench)
+# MODES: a comma-separated list of tests, vectors, bench, prove, curves, or "all" (= tests,bench)
+#   curves: the kernel rows of both curves side by side (G1 2^20..2^26, G2 2^20..2^24, NTT 2^20..2^26,
+#   --plain) and a 2^22 dense proof on each curve plus BLS12-381 porep 2^26 (issue 16's device rows)
 # Kernels come from the carried cache (scripts/precompile_kernels.py builds it without a GPU); a missing
 # build (e.g. one a CUZK_* switch in the environment asks for) is compiled here, at the cost of device time.
 # Run from the repository root.
@@ -54,6 +56,16 @@ if has bench; then
 fi
 if has vectors; then
   python3 -m cuzk.bench.make_gpu_vectors /tmp/vectors 2>&1 | tee "$OUT/vectors.txt" && tar -C /tmp -czf "$OUT/vectors.tgz" vectors
+fi
+if has curves; then
+  for c in bls12_381 bn254; do
+    timeout 240 python3 -m cuzk.bench.gpu_kernels --curve $c --plain --g1 20 26 --g1-bits 26 26 --g2 20 24 --ntt 20 26 \
+      --cpu --upload --reps 5 --json "$OUT/kernels_$c.json" 2>&1 | tee "$OUT/kernels_$c.txt" | tail -5
+  done
+  timeout 150 python3 -m cuzk.bench.gpu_prove --curve bn254 --cases dense:22 --cpu-cases --b-g2 gpu --reps 3 \
+    --json "$OUT/prove_bn254.json" 2>&1 | tee "$OUT/prove_bn254.txt" | tail -4
+  timeout 240 python3 -m cuzk.bench.gpu_prove --curve bls12_381 --cases dense:22 porep:26 --cpu-cases --b-g2 gpu --reps 3 \
+    --json "$OUT/prove_bls.json" 2>&1 | tee "$OUT/prove_bls.txt" | tail -6
 fi
 if has prove; then
   python3 -m cuzk.bench.gpu_prove --json "$OUT/gpu_prove.json" "$@" 2>&1 | tee "$OUT/prove.txt"
