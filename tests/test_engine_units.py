@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import threading
 import time
 from pathlib import Path
@@ -796,3 +797,29 @@ def test_gpu_affinity_config_and_prover_queue_eligibility():
     assert [it.key[1] for it in got] == [1, 3]  # the a-items, in order, skipping earlier b-items
     assert [q.get().key[1] for _ in range(2)] == [0, 2]  # an "any" device takes what is left
     assert len(q) == 0
+
+
+def test_warm_file_records_the_curve_and_reads_pre_curve_files(tmp_path):
+    from conftest import fixture_dir
+
+    from cuzk.r1cs.wtns import read_wtns
+
+    for curve in curves.all_curves():
+        fx = fixture_dir(curve)
+        pk = read_zkey(fx / "circuit.zkey")
+        path = tmp_path / f"{curve.name}.srs"
+        srsmod.write_warm(path, pk, {"circuit_id": "c", "source": str(fx), "source_id": "x"})
+        assert srsmod.read_warm_header(path)["curve"] == curve.name
+        wpk, _ = srsmod.map_warm(path)
+        assert wpk.curve == curve and wpk.fingerprint == pk.fingerprint
+        res = prover.prove(wpk, read_wtns(fx / "witness.wtns", curve=curve), CPU_BACKEND)
+        assert verifier.verify(pk.vk, res.public, res.proof)
+    # a cache file written before keys had curves has no "curve" in its header: it is BLS12-381's
+    data = (tmp_path / "bls12_381.srs").read_bytes()
+    (n,) = struct.unpack("<Q", data[8:16])
+    hdr = json.loads(data[16 : 16 + n])
+    del hdr["curve"]
+    new = json.dumps(hdr).encode().ljust(n)  # same length: the body offsets stay put
+    (tmp_path / "old.srs").write_bytes(data[:8] + struct.pack("<Q", n) + new + data[16 + n :])
+    wpk, _ = srsmod.map_warm(tmp_path / "old.srs")
+    assert wpk.curve == curves.get("bls12_381")

@@ -47,3 +47,17 @@ def test_gpu_proof_verifies_with_snarkjs_and_ours(name, tmp_path):
     formats.write_public_json(tmp_path / "bad.json", bad)
     assert not verifier.verify(vk, bad, proof)
     assert not snarkjs_verifies(vk_json, tmp_path / "bad.json", proof_json)
+
+
+def test_proof_and_key_from_before_issue_16_still_verify():
+    """A BLS12-381 proof the GPU made before curves became a parameter (tests/vectors/gpu/pre-issue16,
+    commit f69caf5), with the fixture key of that time (unchanged since): read and verified as before."""
+    old = VEC / "pre-issue16"
+    vk = formats.read_vk_json(FIXTURES / "example" / "verification_key.json")
+    public = formats.read_public_json(old / "example.public.json", vk.curve)
+    proof = formats.read_proof_json(old / "example.proof.json")  # its JSON names the curve, bls12381
+    assert proof.curve == vk.curve and verifier.verify(vk, public, proof)
+    assert formats.Proof.from_bytes((old / "example.proof.bin").read_bytes(), vk.curve) == proof
+    assert snarkjs_verifies(
+        FIXTURES / "example" / "verification_key.json", old / "example.public.json", old / "example.proof.json"
+    )
