@@ -191,7 +191,8 @@ def test_truncated_zkey_error(C, tmp_path):
     assert_one_line_error(out, "t.zkey", "truncated")
 
 
-def test_demo_runs():
-    out = cuzk("demo", "--domain", "8")
+@pytest.mark.parametrize("curve,proof_bytes", [("bls12_381", 192), ("bn254", 256)])
+def test_demo_runs(curve, proof_bytes):
+    out = cuzk("demo", "--domain", "8", "--curve", curve)
     assert out.returncode == 0, out.stderr
-    assert "verify: OK" in out.stdout and "msm" in out.stdout
+    assert "verify: OK" in out.stdout and "msm" in out.stdout and f"proof ({proof_bytes} bytes)" in out.stdout

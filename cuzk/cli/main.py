@@ -358,8 +358,14 @@ def cmd_demo(a) -> int:
     tmp = tempfile.mkdtemp(prefix="cuzk-demo-", dir="/tmp")  # short: unix socket paths are limited to 107 bytes
     try:
         t = time.perf_counter()
-        dc = make_dev_circuit(os.path.join(tmp, "circuit"), "hash", log_n=log_n)
-        print(f"circuit: hash-{dc.n_constraints} ({dc.n_constraints} constraints, {dc.n_wires} wires, domain 2^{dc.domain_log})")
+        from .. import curves
+
+        curve = curves.get(a.curve)
+        dc = make_dev_circuit(os.path.join(tmp, "circuit"), "hash", log_n=log_n, curve=curve.name)
+        print(
+            f"circuit: hash-{dc.n_constraints} ({curve}, {dc.n_constraints} constraints, {dc.n_wires} wires, "
+            f"domain 2^{dc.domain_log})"
+        )
         print(f"setup:   {time.perf_counter() - t:.2f} s (development keys)")
         setup_logging("warning")
         cfg = load_config(
@@ -635,6 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("demo", help="set up a built-in circuit, prove and verify it through a temporary daemon")
     s.add_argument("--domain", type=int, default=12)
     s.add_argument("--backend", default="auto", choices=["cpu", "gpu", "auto"])
+    s.add_argument("--curve", default="bls12_381", help="bls12_381 (default) or bn254")
     s.set_defaults(fn=cmd_demo)
 
     s = sub.add_parser("daemon", help="run the proving daemon (gRPC cuzk.v1.ProvingEngine) until SIGTERM")

@@ -29,6 +29,7 @@ class DevCircuit:
     wtns: str
     n_wires: int
     domain_log: int
+    curve: str = "bls12_381"
 
     def spec(self, cid: str, **extra: Any) -> dict[str, Any]:
         """A circuit spec (RegisterCircuit / ``[[circuits]]`` keys) for this circuit, plus ``extra``."""
@@ -37,11 +38,11 @@ class DevCircuit:
         return d
 
     def witness(self, seed: int) -> bytes:
-        return witness_bytes(self.shape, self.n_constraints, seed)
+        return witness_bytes(self.shape, self.n_constraints, seed, self.curve)
 
 
-def witness_bytes(shape: str, n_constraints: int, seed: int) -> bytes:
-    return wtns_bytes(synthetic.make(shape, n_constraints, seed=seed).witness)
+def witness_bytes(shape: str, n_constraints: int, seed: int, curve: str = "bls12_381") -> bytes:
+    return wtns_bytes(synthetic.make(shape, n_constraints, seed=seed, curve=curve).witness, curve)
 
 
 def make_dev_circuit(
@@ -51,6 +52,7 @@ def make_dev_circuit(
     n_constraints: int | None = None,
     style: str = "snarkjs",
     seed: int = 1,
+    curve: str = "bls12_381",
 ) -> DevCircuit:
     from ..groth16 import params, setup, zkey
 
@@ -62,7 +64,7 @@ def make_dev_circuit(
         n = synthetic.fit_domain(shape, log_n)
     else:
         raise ValueError("make_dev_circuit: give log_n or n_constraints")
-    c = synthetic.make(shape, n, seed=seed)
+    c = synthetic.make(shape, n, seed=seed, curve=curve)
     r1cs = folder / "circuit.r1cs"
     write_r1cs(r1cs, c.pce, c.n_pub_out, c.n_pub_in, c.n_prv_in)
     pk = setup.setup(c.pce, style=style, quiet=True)
@@ -73,8 +75,8 @@ def make_dev_circuit(
         key, fmt = folder / "circuit.params", "params"
         params.write_params(key, pk)
     wt = folder / "witness.wtns"
-    wt.write_bytes(wtns_bytes(c.witness))
+    wt.write_bytes(wtns_bytes(c.witness, curve))
     from ..groth16.formats import write_vk_json
 
     write_vk_json(folder / "verification_key.json", pk.vk)
-    return DevCircuit(folder, shape, n, str(r1cs), str(key), fmt, str(wt), c.pce.n_wires, pk.domain_log)
+    return DevCircuit(folder, shape, n, str(r1cs), str(key), fmt, str(wt), c.pce.n_wires, pk.domain_log, pk.curve.name)
