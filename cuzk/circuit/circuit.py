@@ -1,0 +1,207 @@
+"""Python circuits: the base class, specs that name them, and recordings cached on disk.
+
+A circuit is a subclass of :class:`Circuit` with a ``synthesize(cs, inputs)`` method written against
+:mod:`cuzk.circuit.cs`; its constructor takes the circuit's parameters (sizes: the topology), the
+per-proof ``inputs`` come from a JSON object (``None`` while recording). A spec
+``"package.module:ClassName"`` plus a parameter object names a circuit in the CLI, the daemon's config
+and RegisterCircuit.
+
+Recording (the constraints, as the pre-compiled evaluator) runs once per topology and is cached under
+``$CUZK_CACHE_DIR/circuits`` keyed by a SHA-256 of the class's name, the source of its module and of the
+modules beside it, the source of cuzk's constraint-system and gadget modules, the parameters and the
+curve: an edited circuit or gadget can never reuse a stale recording (the original daemon lost hours to a
+stale build cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import CuzkError, __version__, curves
+from ..curves import Curve
+from ..r1cs.pce import CSR, PCE
+from .cs import ConstraintSystem, Layout, RecordingCS, TestCS, WitnessCS
+
+
+class CircuitError(CuzkError):
+    """A circuit spec that does not load, or inputs the circuit refuses."""
+
+
+class Circuit:
+    """Subclass and define :meth:`synthesize`; keep every topology-changing parameter in ``params``."""
+
+    curve: str = "bls12_381"  # the curve name (cuzk.curves)
+
+    def __init__(self, **params: Any):
+        self.params = params
+
+    def synthesize(self, cs: ConstraintSystem, inputs: Any) -> None:
+        raise NotImplementedError
+
+    def parse_inputs(self, obj: Any) -> Any:
+        """The JSON inputs of one proof as :meth:`synthesize` wants them (default: as they are); raise
+        CircuitError with a one-line message for bad inputs."""
+        return obj
+
+    def partition_inputs(self, obj: Any) -> list[Any]:
+        """A request's inputs split per partition (a multi-partition circuit proves them in one request):
+        by default a JSON array is one input object per partition, anything else one partition."""
+        return list(obj) if isinstance(obj, list) else [obj]
+
+    @property
+    def curve_(self) -> Curve:
+        return curves.get(self.curve)
+
+
+@dataclass(frozen=True)
+class CircuitSpec:
+    target: str  # "package.module:ClassName"
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @staticmethod
+    def parse(target: str, params: Any = None) -> CircuitSpec:
+        if isinstance(params, str):
+            try:
+                params = json.loads(params) if params.strip() else {}
+            except json.JSONDecodeError as e:
+                raise CircuitError(f"circuit {target}: parameters are not valid JSON: {e.msg}") from None
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise CircuitError(f"circuit {target}: parameters must be a JSON object, got {type(params).__name__}")
+        return CircuitSpec(target, tuple(sorted(params.items())))
+
+    def load(self) -> Circuit:
+        mod_name, sep, cls_name = self.target.partition(":")
+        if not sep or not mod_name or not cls_name:
+            raise CircuitError(f"circuit spec {self.target!r}: expected package.module:ClassName")
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError as e:
+            raise CircuitError(f"circuit spec {self.target!r}: cannot import {mod_name}: {e}") from None
+        cls = getattr(mod, cls_name, None)
+        if not (isinstance(cls, type) and issubclass(cls, Circuit)):
+            raise CircuitError(f"circuit spec {self.target!r}: {cls_name} is not a cuzk.circuit.Circuit subclass in {mod_name}")
+        try:
+            return cls(**dict(self.params))
+        except TypeError as e:
+            raise CircuitError(f"circuit spec {self.target!r}: bad parameters: {e}") from None
+
+
+def looks_like_spec(arg: str) -> bool:
+    """A command-line argument naming a Python circuit rather than a file."""
+    return ":" in arg and not os.path.exists(arg) and "/" not in arg.split(":", 1)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# recordings
+
+
+@dataclass
+class Recording:
+    pce: PCE
+    layout: Layout
+    key: str
+    cached: bool = False  # loaded from the disk cache
+
+
+def _sources(circuit: Circuit) -> list[str]:
+    """Every source file a recording depends on: the circuit's module and its siblings, and cuzk's
+    constraint-system and gadget modules."""
+    files: set[Path] = set()
+    mod_file = inspect.getsourcefile(type(circuit))
+    if mod_file:
+        p = Path(mod_file).resolve()
+        files.update(p.parent.glob("*.py"))
+    here = Path(__file__).resolve().parent
+    files.update(here.rglob("*.py"))
+    return sorted(str(f) for f in files)
+
+
+def recording_key(circuit: Circuit) -> str:
+    h = hashlib.sha256()
+    h.update(f"{type(circuit).__module__}:{type(circuit).__qualname__}\0{circuit.curve}\0{__version__}\0".encode())
+    h.update(json.dumps(circuit.params, sort_keys=True, default=str).encode() + b"\0")
+    for f in _sources(circuit):
+        h.update(f.encode() + b"\0")
+        h.update(Path(f).read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("CUZK_CACHE_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "cuzk") / "circuits"
+
+
+_lock = threading.Lock()
+
+
+def record(circuit: Circuit, cache: bool | Path = True) -> Recording:
+    """The circuit's constraints as the prover's evaluator: from the disk cache, or recorded now."""
+    curve = circuit.curve_
+    key = recording_key(circuit)
+    folder = (cache if isinstance(cache, Path) else cache_dir()) if cache else None
+    path = folder / f"{key}.npz" if folder else None
+    if path is not None and path.exists():
+        try:
+            return _load(path, curve, key)
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged cache file: record again and replace it
+    cs = RecordingCS(curve)
+    circuit.synthesize(cs, None)
+    pce = cs.finish()
+    rec = Recording(pce, cs.layout(), key)
+    if path is not None:
+        with _lock:
+            _save(path, rec)
+    return rec
+
+
+def _save(path: Path, rec: Recording) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    for name, m in (("A", rec.pce.A), ("B", rec.pce.B), ("C", rec.pce.C)):
+        arrays[f"{name}_row_ptr"], arrays[f"{name}_cols"], arrays[f"{name}_vals"] = m.row_ptr, m.cols, m.vals
+    meta = {"n_inputs": rec.layout.n_inputs, "n_aux": rec.layout.n_aux, "n_constraints": rec.layout.n_constraints}
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    tmp = path.with_suffix(f".tmp{os.getpid()}.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def _load(path: Path, curve: Curve, key: str) -> Recording:
+    with np.load(path) as z:
+        meta = json.loads(bytes(z["meta"]).decode())
+        layout = Layout(meta["n_inputs"], meta["n_aux"], meta["n_constraints"])
+        mats = [CSR(z[f"{m}_row_ptr"], z[f"{m}_cols"], z[f"{m}_vals"], layout.n_wires, curve.fr) for m in "ABC"]
+    pce = PCE(*mats, n_wires=layout.n_wires, n_public=layout.n_inputs - 1, field=curve.fr)
+    return Recording(pce, layout, key, cached=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# witnesses
+
+
+def witness(circuit: Circuit, inputs: Any, layout: Layout | None = None) -> np.ndarray:
+    """The Montgomery witness of one proof (ONE, public inputs, private variables)."""
+    cs = WitnessCS(circuit.curve_, layout)
+    circuit.synthesize(cs, circuit.parse_inputs(inputs))
+    return cs.witness()
+
+
+def check(circuit: Circuit, inputs: Any) -> str | None:
+    """None when the inputs satisfy every constraint, else the first unsatisfied one, by namespace path."""
+    cs = TestCS(circuit.curve_)
+    circuit.synthesize(cs, circuit.parse_inputs(inputs))
+    return cs.which_is_unsatisfied()
