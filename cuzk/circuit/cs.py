@@ -142,7 +142,9 @@ class ConstraintSystem:
         try:
             shape = tuple(np.broadcast_shapes(la.shape, lb.shape, lc.shape))
         except ValueError:
-            raise SynthesisError(f"{self.path(name)}: a, b, c of shapes {la.shape}, {lb.shape}, {lc.shape} do not broadcast") from None
+            raise SynthesisError(
+                f"{self.path(name)}: a, b, c of shapes {la.shape}, {lb.shape}, {lc.shape} do not broadcast"
+            ) from None
         rows = int(np.prod(shape, dtype=np.int64))
         self._enforce(name, la, lb, lc, shape, rows)
         self.n_constraints += rows
@@ -307,7 +309,9 @@ class WitnessCS(ConstraintSystem):
         codes = v.codes
         kinds = codes & 1
         idx = codes >> 1
-        out = np.where(kinds[..., None] == 1, self._aux.data[np.where(kinds == 1, idx, 0)], self._inputs.data[np.where(kinds == 0, idx, 0)])
+        out = np.where(
+            kinds[..., None] == 1, self._aux.data[np.where(kinds == 1, idx, 0)], self._inputs.data[np.where(kinds == 0, idx, 0)]
+        )
         return FieldArray(self.field, out)
 
     def _eval(self, lc: LC, shape: tuple[int, ...] | None = None) -> FieldArray:
