@@ -58,6 +58,11 @@ class Circuit:
         by default a JSON array is one input object per partition, anything else one partition."""
         return list(obj) if isinstance(obj, list) else [obj]
 
+    def sample_inputs(self, seed: int = 0) -> Any:
+        """Valid random inputs of one request (JSON-ready), for demos, tests and ``cuzk-bench synth``;
+        circuits that can make them override this."""
+        raise CircuitError(f"{type(self).__name__} cannot make sample inputs")
+
     @property
     def curve_(self) -> Curve:
         return curves.get(self.curve)

@@ -167,6 +167,10 @@ class FieldArray:
         words), Python ints (any size, any sign) or nested lists of them."""
         if isinstance(values, FieldArray):
             fa = values
+        elif isinstance(values, np.ndarray) and values.dtype in (np.bool_, np.uint8) and (values.size == 0 or values.max() <= 1):
+            # bits, the bulk of a SHA-256 witness: Montgomery 1 is R mod p, so no multiply is needed
+            table = np.stack([np.zeros(4, dtype=np.uint64), field.one_mont().reshape(4)])
+            fa = FieldArray(field, np.take(table, values.astype(np.uint8), axis=0))
         elif isinstance(values, np.ndarray) and (
             values.dtype.kind in "ub" or (values.dtype.kind == "i" and (values.size == 0 or values.min() >= 0))
         ):

@@ -106,6 +106,49 @@ def _curve(name: str):
         raise CuzkError(f"--curve: {e}") from None
 
 
+def _python_circuit(spec: str, params: str | None):
+    """The Python circuit a ``package.module:ClassName`` argument and its --circuit-params name."""
+    from ..circuit.circuit import CircuitSpec
+
+    return CircuitSpec.parse(spec, params or "").load()
+
+
+def _read_json(path: str):
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            return json.loads(fh.read().decode("utf-8"))
+    except OSError as e:
+        raise CuzkError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CuzkError(f"{path}: not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise CuzkError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
+def _python_inputs(circuit, path: str, partition: int | None):
+    """One partition's inputs from an inputs JSON file (``--partition`` picks one of several)."""
+    obj = _read_json(path)
+    parts = circuit.partition_inputs(obj)
+    if partition is None:
+        if len(parts) != 1:
+            raise CuzkError(
+                f"{path}: the inputs make {len(parts)} partitions; pick one with --partition I (or prove through the daemon)"
+            )
+        partition = 0
+    if not 0 <= partition < len(parts):
+        raise CuzkError(f"--partition: {partition} is not one of the {len(parts)} partitions of {path}")
+    return circuit.parse_inputs(parts[partition])
+
+
+def _python_witness(circuit, path: str, partition: int | None):
+    from ..circuit.circuit import record, witness
+
+    rec = record(circuit)
+    return witness(circuit, _python_inputs(circuit, path, partition), rec.layout), rec
+
+
 # ---------------------------------------------------------------------------------------------
 # verbs
 
@@ -118,10 +161,24 @@ def cmd_prove(a) -> int:
     steps = _Steps(["load key", "load witness", "prove", "write"], a.quiet)
     try:
         steps.step("load key")
-        pk = load_proving_key(a.zkey, a.r1cs)
+        py = _python_circuit(a.circuit, a.circuit_params) if a.circuit else None
+        if py is not None and not _is_zkey(a.zkey):
+            from ..circuit.circuit import record
+            from ..groth16 import params
+
+            pk = params.read_params(a.zkey, record(py).pce)
+        else:
+            pk = load_proving_key(a.zkey, a.r1cs)
         steps.done()
         steps.step("load witness")
-        w = read_wtns(a.wtns, curve=pk.curve, expected_what=f"the key {a.zkey}")
+        if py is not None:
+            w, _rec = _python_witness(py, a.wtns, a.partition)
+            if a.wtns_out:
+                from ..r1cs.wtns import write_wtns
+
+                write_wtns(a.wtns_out, w, pk.curve)
+        else:
+            w = read_wtns(a.wtns, curve=pk.curve, expected_what=f"the key {a.zkey}")
         if w.shape[0] != pk.n_vars:
             raise CuzkError(f"{a.wtns}: witness has {w.shape[0]} values, the key {a.zkey} is for a circuit of {pk.n_vars} wires")
         steps.done()
@@ -157,13 +214,28 @@ def cmd_verify(a) -> int:
 
 
 def cmd_setup(a) -> int:
+    from ..circuit.circuit import looks_like_spec
     from ..groth16 import formats, params, setup, zkey
     from ..r1cs.r1cs import read_r1cs
     from ..timing import Timer
 
-    rc = read_r1cs(a.r1cs)
+    if looks_like_spec(a.r1cs):
+        from ..circuit.circuit import record
+        from ..r1cs.r1cs import write_r1cs
+
+        py = _python_circuit(a.r1cs, a.circuit_params)
+        rec = record(py)
+        rc = _Recorded(rec.pce, py.curve_)
+        base = type(py).__name__.lower()
+        if a.r1cs_out:
+            write_r1cs(a.r1cs_out, rec.pce, rec.layout.n_inputs - 1, 0, 0)
+        what = f"{a.r1cs}"
+    else:
+        rc = read_r1cs(a.r1cs)
+        base = os.path.splitext(a.r1cs)[0]
+        what = a.r1cs
     if a.format == "bellperson" and not rc.curve.bellperson:
-        raise CuzkError(f"{a.r1cs}: the circuit is over {rc.curve}; bellperson parameters exist only for BLS12-381")
+        raise CuzkError(f"{what}: the circuit is over {rc.curve}; bellperson parameters exist only for BLS12-381")
     timer = Timer("setup")
     backend = a.backend
     from ..backends import gpu_available
@@ -180,8 +252,7 @@ def cmd_setup(a) -> int:
         try:
             pk = setup.setup(rc.pce, style=a.format, timer=timer)
         except ValueError as e:
-            raise CuzkError(f"{a.r1cs}: {e}") from None
-    base = os.path.splitext(a.r1cs)[0]
+            raise CuzkError(f"{what}: {e}") from None
     if a.format == "snarkjs":
         out = a.output or base + ".zkey"
         zkey.write_zkey(out, pk)
@@ -197,10 +268,30 @@ def cmd_setup(a) -> int:
     return EXIT_OK
 
 
+class _Recorded:
+    """A Python circuit's recording where the verbs expect a read .r1cs (its PCE and curve)."""
+
+    def __init__(self, pce, curve):
+        self.pce, self.curve = pce, curve
+        self.n_wires, self.n_constraints = pce.n_wires, pce.n_constraints
+
+
 def cmd_check(a) -> int:
+    from ..circuit.circuit import looks_like_spec
     from ..r1cs.r1cs import read_r1cs
     from ..r1cs.wtns import read_wtns
 
+    if looks_like_spec(a.r1cs):
+        from ..circuit.circuit import check, record
+
+        py = _python_circuit(a.r1cs, a.circuit_params)
+        n = record(py).layout.n_constraints
+        where = check(py, _python_inputs(py, a.wtns, a.partition))
+        if where is None:
+            print(f"OK: all {n} constraints satisfied")
+            return EXIT_OK
+        print(f"UNSATISFIED: {where} is violated")
+        return EXIT_INVALID
     rc = read_r1cs(a.r1cs)
     w = read_wtns(a.wtns, expected_wires=rc.n_wires, curve=rc.curve, expected_what=f"the circuit {a.r1cs}")
     bad = rc.pce.unsatisfied(w)
@@ -290,9 +381,15 @@ def cmd_info(a) -> int:
 
 
 def cmd_witness(a) -> int:
+    from ..circuit.circuit import looks_like_spec
     from ..r1cs.witness import WitnessCalculator, load_inputs_json
     from ..r1cs.wtns import write_wtns
 
+    if looks_like_spec(a.wasm):
+        py = _python_circuit(a.wasm, a.circuit_params)
+        w, _rec = _python_witness(py, a.input, a.partition)
+        write_wtns(a.wtns, w, py.curve_)
+        return EXIT_OK
     calc = WitnessCalculator(a.wasm)
     write_wtns(a.wtns, calc.calculate(load_inputs_json(a.input)), calc.curve)
     return EXIT_OK
@@ -561,6 +658,12 @@ def cmd_gpu_info(a) -> int:
     return EXIT_OK
 
 
+def _py_args(s, partition: bool = True) -> None:
+    s.add_argument("--circuit-params", metavar="JSON", help="a Python circuit's parameters, a JSON object")
+    if partition:
+        s.add_argument("--partition", type=int, help="a multi-partition Python circuit: the partition to use")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cuzk", description="Groth16 prover, verifier and proving daemon (BN254, BLS12-381)")
     p.add_argument("--version", action="version", version=f"cuzk {__version__}")
@@ -572,6 +675,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("proof", help="output proof.json")
     s.add_argument("public", help="output public.json")
     s.add_argument("--r1cs", help="the circuit, required with bellperson .params")
+    s.add_argument("--circuit", help="a Python circuit package.module:ClassName: then WTNS is its inputs JSON")
+    _py_args(s)
+    s.add_argument("--wtns-out", help="with --circuit: also write the computed witness (.wtns)")
     s.add_argument("--proof-bin", help="also write the binary proof here (BLS12-381: bellperson's 192 bytes; BN254: EVM's 256)")
     s.add_argument("--backend", default="cpu", choices=["cpu", "gpu", "auto"])
     s.add_argument("-v", "--verbose", action="store_true", help="print the phase timings")
@@ -592,7 +698,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_export_calldata)
 
     s = sub.add_parser("setup", help="development setup: keys for a circuit from fresh toxic waste")
-    s.add_argument("r1cs", help="circuit (.r1cs)")
+    s.add_argument("r1cs", help="circuit: a .r1cs, or a Python circuit package.module:ClassName")
+    _py_args(s, partition=False)
+    s.add_argument("--r1cs-out", help="a Python circuit: also write its recording as a .r1cs")
     s.add_argument("-o", "--output", help="proving key to write (default CIRCUIT.zkey / CIRCUIT.params)")
     s.add_argument("--vkey", help="verification key to write (default verification_key.json / .vk)")
     s.add_argument("--format", default="snarkjs", choices=["snarkjs", "bellperson"])
@@ -605,8 +713,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_setup)
 
     s = sub.add_parser("check", help="check a witness against a circuit; report the first unsatisfied constraint")
-    s.add_argument("r1cs")
-    s.add_argument("wtns")
+    s.add_argument("r1cs", help="a .r1cs, or a Python circuit package.module:ClassName")
+    s.add_argument("wtns", help="the witness (.wtns), or the Python circuit's inputs JSON")
+    _py_args(s)
     s.add_argument("--sym", help="circom .sym file, to name the signals of a failing constraint")
     s.set_defaults(fn=cmd_check)
 
@@ -615,9 +724,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_info)
 
     s = sub.add_parser("witness", help="compute a witness: cuzk witness CIRCUIT.wasm INPUT.json OUT.wtns")
-    s.add_argument("wasm")
+    s.add_argument("wasm", help="circom's .wasm, or a Python circuit package.module:ClassName")
     s.add_argument("input")
     s.add_argument("wtns")
+    _py_args(s)
     s.set_defaults(fn=cmd_witness)
 
     s = sub.add_parser("synth-circuit", help="write a synthetic benchmark circuit and its witness")

@@ -10,6 +10,7 @@ resolved against the config file's folder; ``~`` is expanded.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -176,7 +177,9 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
 
 CIRCUIT_KEYS: list[tuple[str, object, str, str]] = [
     ("id", "", "str", "circuit id used in requests (required)"),
-    ("r1cs", "", "str", "circom .r1cs (required): constraint checks and bellperson densities"),
+    ("r1cs", "", "str", "circom .r1cs (this or python): constraint checks and bellperson densities"),
+    ("python", "", "str", "a Python circuit, package.module:ClassName (this or r1cs; recorded once, cached)"),
+    ("python_params", {}, "params", "the Python circuit's parameters (a table; by RPC a JSON object)"),
     ("zkey", "", "str", "snarkjs proving key (this or params)"),
     ("params", "", "str", "bellperson .params (this or zkey)"),
     ("wasm", "", "str", "circom witness generator, needed for requests that send inputs_json"),
@@ -286,6 +289,15 @@ def _convert(kind: str, v: Any, where: str) -> Any:
         if not isinstance(v, dict):
             raise ConfigError(f'{where}: expected a table like {{0 = "circuit-a", 1 = "any"}}, got {v!r}')
         return dict(v)
+    if kind == "params":
+        if isinstance(v, str):
+            try:
+                v = json.loads(v) if v.strip() else {}
+            except json.JSONDecodeError as e:
+                raise ConfigError(f"{where}: not a JSON object: {e.msg} at column {e.colno}") from None
+        if not isinstance(v, dict):
+            raise ConfigError(f"{where}: expected a table (JSON object) of parameters, got {v!r}")
+        return dict(v)
     if kind == "size":
         return parse_size(v, where)
     if kind == "duration":
@@ -310,7 +322,7 @@ class Section:
 @dataclass
 class CircuitConfig:
     id: str
-    r1cs: str
+    r1cs: str = ""
     zkey: str = ""
     params: str = ""
     wasm: str = ""
@@ -319,6 +331,8 @@ class CircuitConfig:
     batchable: bool = False
     partitions: int = 1
     max_queue: int = 0
+    python: str = ""  # package.module:ClassName
+    python_params: dict[str, Any] = field(default_factory=dict)
 
     def key_path(self) -> str:
         return self.zkey or self.params
@@ -341,8 +355,12 @@ def validate_circuit(d: dict[str, Any], where: str, base: Path | None = None) ->
         out[k] = _convert(kind, v, f"{where}.{k}")
     if not out["id"] or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}", out["id"]):
         raise ConfigError(f"{where}.id: {out['id']!r} is not a valid circuit id (letters, digits, . _ : -; at most 128)")
-    if not out["r1cs"]:
-        raise ConfigError(f"{where}.r1cs: required (the circuit's .r1cs)")
+    if bool(out["r1cs"]) == bool(out["python"]):
+        raise ConfigError(f"{where}: give exactly one circuit, r1cs (a circom .r1cs) or python (package.module:ClassName)")
+    if out["python_params"] and not out["python"]:
+        raise ConfigError(f"{where}.python_params: only for a python circuit")
+    if out["python"] and out["wasm"]:
+        raise ConfigError(f"{where}.wasm: a python circuit computes its own witness; leave wasm out")
     if bool(out["zkey"]) == bool(out["params"]):
         raise ConfigError(f"{where}: give exactly one proving key, zkey or params")
     out["partitions"] = max(out["partitions"], 1)

@@ -289,17 +289,31 @@ class Engine:
             except FormatError as e:
                 raise InvalidArgument(str(e).replace("the circuit has", f"circuit {c.id!r} has")) from None
             return Part(i, kind, witness=w)
-        if not c.spec.wasm:
+        if not c.takes_inputs():
             raise InvalidArgument(f"{field}: circuit {c.id!r} has no wasm to compute a witness; send a .wtns witness")
+        obj = self._json(data, field)
+        if c.python is not None:
+            return Part(i, kind, inputs=c.parse_python_inputs(obj, field))
+        if not isinstance(obj, dict):
+            raise InvalidArgument(f"{field}: expected a JSON object of input signals, got {type(obj).__name__}")
+        return Part(i, kind, inputs=obj)
+
+    @staticmethod
+    def _json(data: bytes, field: str) -> Any:
         try:
-            obj = json.loads(data.decode("utf-8"))
+            return json.loads(data.decode("utf-8"))
         except UnicodeDecodeError:
             raise InvalidArgument(f"{field}: not UTF-8 text") from None
         except json.JSONDecodeError as e:
             raise InvalidArgument(f"{field}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-        if not isinstance(obj, dict):
-            raise InvalidArgument(f"{field}: expected a JSON object of input signals, got {type(obj).__name__}")
-        return Part(i, kind, inputs=obj)
+
+    def _split_request(self, c: Circuit, payloads: list[tuple[str, bytes]], field: str) -> list[tuple[str, bytes]]:
+        """A multi-partition Python circuit takes one request with one inputs object for all its
+        partitions: split it (the circuit's partition_inputs) into one payload per partition."""
+        if c.python is None or c.partitions == 1 or len(payloads) != 1 or payloads[0][0] != "inputs":
+            return payloads
+        parts = c.split_python_inputs(self._json(payloads[0][1], field), field)
+        return [("inputs", json.dumps(p, separators=(",", ":")).encode()) for p in parts]
 
     def submit(
         self,
@@ -326,6 +340,10 @@ class Engine:
                     f"partitions: no witness or inputs_json given (circuit {c.id!r} takes "
                     f"{c.partitions} partition{'s' * (c.partitions != 1)})"
                 )
+            n_given = len(payloads)
+            payloads = self._split_request(c, payloads, (fields or ["partitions[0].inputs_json"])[0])
+            if fields is not None and len(payloads) != n_given:
+                fields = [f"{fields[0]} (partition {i})" for i in range(len(payloads))]
             if len(payloads) != c.partitions:
                 raise InvalidArgument(
                     f"partitions: {len(payloads)} given, circuit {c.id!r} has {c.partitions} partition{'s' * (c.partitions != 1)}"

@@ -176,7 +176,7 @@ class Pipeline:
         t1 = time.perf_counter()
         check = self.check_upfront
         if check:
-            msg = job.circuit.violation(w)
+            msg = job.circuit.violation(w, part.inputs)
             if msg:
                 raise JobFailure(f"partition {part.index}: {msg}")
         if self.config.gpus.pinned_witness:

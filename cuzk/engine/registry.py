@@ -9,11 +9,12 @@ rather than on the first proof.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import struct
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +24,12 @@ from ..r1cs.binfile import Reader, open_binfile
 from ..r1cs.witness import WitnessCalculator
 from .config import CircuitConfig
 from .errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from ..circuit.circuit import Circuit as PyCircuit
+    from ..circuit.cs import Layout
+
+log = logging.getLogger("cuzk.engine")
 
 
 def _exists(path: str, what: str, where: str) -> None:
@@ -42,17 +49,23 @@ class Circuit:
         where = f"circuit {spec.id!r}"
         for k in ("r1cs", "zkey", "params", "wasm", "sym"):
             _exists(getattr(spec, k), k, where)
-        from ..r1cs.r1cs import read_r1cs
+        self.python: PyCircuit | None = None
+        self.layout: Layout | None = None
+        self._partitions = max(1, spec.partitions)
+        if spec.python:
+            self._record_python(where)
+        else:
+            from ..r1cs.r1cs import read_r1cs
 
-        try:
-            self.r1cs = read_r1cs(spec.r1cs)
-        except CuzkError as e:
-            raise InvalidArgument(f"{where}.r1cs: {e}") from None
-        self.pce = self.r1cs.pce
-        self.curve: Curve = self.r1cs.curve
-        self.n_wires = self.r1cs.n_wires
-        self.n_public = self.r1cs.n_public
-        self.n_constraints = self.r1cs.n_constraints
+            try:
+                r1cs = read_r1cs(spec.r1cs)
+            except CuzkError as e:
+                raise InvalidArgument(f"{where}.r1cs: {e}") from None
+            self.pce = r1cs.pce
+            self.curve: Curve = r1cs.curve
+            self.n_wires = r1cs.n_wires
+            self.n_public = r1cs.n_public
+            self.n_constraints = r1cs.n_constraints
         self.domain_log = self._check_key(where)
         self._names: dict[int, str] | None = None
         self._names_lock = threading.Lock()
@@ -62,6 +75,37 @@ class Circuit:
         self._calc_lock = threading.Lock()
         if spec.wasm:
             self._put_calc(self._new_calc())  # compile now: a bad wasm is a registration error
+
+    def _record_python(self, where: str) -> None:
+        """A Python circuit: load the class, and its recording (from the disk cache when the circuit's
+        sources and parameters are unchanged) is the evaluator."""
+        from ..circuit.circuit import CircuitSpec, record
+
+        try:
+            self.python = CircuitSpec.parse(self.spec.python, self.spec.python_params).load()
+            self.curve = self.python.curve_
+            rec = record(self.python)
+        except CuzkError as e:
+            raise InvalidArgument(f"{where}.python: {e}") from None
+        except Exception as e:  # the circuit's own code failed while recording
+            log.warning("event=python_circuit_record_failed circuit=%s", self.spec.id, exc_info=True)
+            raise InvalidArgument(f"{where}.python: {self.spec.python} failed to record: {type(e).__name__}: {e}") from None
+        self.pce, self.layout = rec.pce, rec.layout
+        self.n_wires = rec.layout.n_wires
+        self.n_public = rec.layout.n_inputs - 1
+        self.n_constraints = rec.layout.n_constraints
+        declared = getattr(self.python, "partitions", 1)
+        if isinstance(declared, int) and declared > 1:
+            if self.spec.partitions > 1 and self.spec.partitions != declared:
+                raise InvalidArgument(f"{where}.partitions: {self.spec.partitions}, but {self.spec.python} has {declared}")
+            self._partitions = declared
+        log.info(
+            "event=python_circuit_recorded circuit=%s spec=%s cached=%s key=%s",
+            self.spec.id,
+            self.spec.python,
+            rec.cached,
+            rec.key,
+        )
 
     # -- key header -------------------------------------------------------------------------------
     def _check_key(self, where: str) -> int:
@@ -84,18 +128,20 @@ class Circuit:
             if key_curve is None:
                 raise InvalidArgument(f"{where}.zkey: {path}: the key's base field (n8q = {n8q}) is not a supported curve's")
             if key_curve != self.curve:
-                raise InvalidArgument(f"{where}.zkey: {path} is a {key_curve} key but the r1cs is over {self.curve}")
+                raise InvalidArgument(f"{where}.zkey: {path} is a {key_curve} key but the {self._what} is over {self.curve}")
             if n_vars != self.n_wires or n_public != self.n_public:
                 raise InvalidArgument(
                     f"{where}.zkey: {path} is for a circuit of {n_vars} wires / {n_public} public signals, "
-                    f"the r1cs has {self.n_wires} / {self.n_public} (is it the key of another circuit?)"
+                    f"the {self._what} has {self.n_wires} / {self.n_public} (is it the key of another circuit?)"
                 )
             if domain < 2 or domain & (domain - 1):
                 raise InvalidArgument(f"{where}.zkey: {path}: domainSize {domain} is not a power of two")
             return domain.bit_length() - 1
         path = self.spec.params
         if not self.curve.bellperson:
-            raise InvalidArgument(f"{where}.params: bellperson parameters are BLS12-381 keys, but the r1cs is over {self.curve}")
+            raise InvalidArgument(
+                f"{where}.params: bellperson parameters are BLS12-381 keys, but the {self._what} is over {self.curve}"
+            )
         try:
             with open(path, "rb") as fh:
                 head = fh.read(868)
@@ -112,10 +158,14 @@ class Circuit:
         rows = self.n_constraints + self.n_public + 1
         return max(1, (rows - 1).bit_length())
 
+    @property
+    def _what(self) -> str:
+        return "python circuit" if self.python is not None else "r1cs"
+
     # -- sizes ------------------------------------------------------------------------------------
     @property
     def partitions(self) -> int:
-        return max(1, self.spec.partitions)
+        return self._partitions
 
     @property
     def domain_size(self) -> int:
@@ -144,8 +194,51 @@ class Circuit:
     def _put_calc(self, calc: WitnessCalculator) -> None:
         self._calcs.put(calc)
 
-    def witness_from_inputs(self, inputs: dict[str, Any]) -> np.ndarray:
-        """Montgomery witness computed by the circuit's wasm (one calculator per concurrent caller)."""
+    def takes_inputs(self) -> bool:
+        return bool(self.spec.wasm) or self.python is not None
+
+    def parse_python_inputs(self, obj: Any, field: str) -> Any:
+        """A Python circuit's inputs checked at submission (the circuit's parse_inputs)."""
+        assert self.python is not None
+        try:
+            return self.python.parse_inputs(obj)
+        except CuzkError as e:
+            raise InvalidArgument(f"{field}: {e}") from None
+        except Exception as e:
+            raise InvalidArgument(f"{field}: {self.spec.python} refused the inputs: {type(e).__name__}: {e}") from None
+
+    def split_python_inputs(self, obj: Any, field: str) -> list[Any]:
+        """One request's inputs of a multi-partition Python circuit, one object per partition."""
+        assert self.python is not None
+        try:
+            parts = self.python.partition_inputs(obj)
+        except CuzkError as e:
+            raise InvalidArgument(f"{field}: {e}") from None
+        except Exception as e:
+            raise InvalidArgument(f"{field}: {self.spec.python} could not split the inputs: {type(e).__name__}: {e}") from None
+        if len(parts) != self.partitions:
+            raise InvalidArgument(
+                f"{field}: the inputs make {len(parts)} partition(s), circuit {self.id!r} has {self.partitions}"
+            )
+        return parts
+
+    def _python_witness(self, inputs: Any) -> np.ndarray:
+        from ..circuit.circuit import witness
+
+        assert self.python is not None
+        try:
+            return witness(self.python, inputs, self.layout)
+        except CuzkError as e:
+            raise InvalidArgument(str(e)) from None
+        except Exception as e:  # the circuit's code failed on these inputs: the request's failure
+            log.warning("event=python_witness_failed circuit=%s", self.id, exc_info=True)
+            raise InvalidArgument(f"{self.spec.python} failed on these inputs: {type(e).__name__}: {e}") from None
+
+    def witness_from_inputs(self, inputs: Any) -> np.ndarray:
+        """Montgomery witness computed by the Python circuit or the circuit's wasm (one calculator per
+        concurrent caller)."""
+        if self.python is not None:
+            return self._python_witness(inputs)
         if not self.spec.wasm:
             raise InvalidArgument(f"circuit {self.id!r} has no wasm: send a witness (.wtns) instead of inputs_json")
         try:
@@ -173,13 +266,23 @@ class Circuit:
                         self._names = {}
             return self._names
 
-    def violation(self, w: np.ndarray) -> str | None:
+    def violation(self, w: np.ndarray, inputs: Any = None) -> str | None:
         """None if ``w`` satisfies every constraint, else a one-line description of the first violated
-        constraint (its index and the signals it involves, named from the .sym when there is one)."""
+        constraint (its index and the signals it involves, named from the .sym when there is one; for a
+        Python circuit given its inputs, by the namespace path of the failing enforce)."""
         bad = self.pce.unsatisfied(w)
         if bad.size == 0:
             return None
         first = int(bad[0])
+        if self.python is not None and inputs is not None:
+            from ..circuit.circuit import check
+
+            try:
+                where = check(self.python, inputs)
+            except Exception:
+                where = None
+            if where:
+                return f"the witness violates {where}; {bad.size} of {self.n_constraints} constraints fail"
         wires: set[int] = set()
         for m in (self.pce.A, self.pce.B, self.pce.C):
             wires.update(int(c) for c in m.cols[m.row_ptr[first] : m.row_ptr[first + 1]])

@@ -244,7 +244,7 @@ class Client:
     def register(
         self,
         id: str,
-        r1cs: str,
+        r1cs: str = "",
         zkey: str = "",
         params: str = "",
         wasm: str = "",
@@ -254,6 +254,8 @@ class Client:
         partitions: int = 1,
         max_queue: int = 0,
         replace: bool = False,
+        python: str = "",
+        python_params: dict | None = None,
     ) -> dict:
         def ab(p: str) -> str:
             return os.path.abspath(p) if p else ""
@@ -269,6 +271,8 @@ class Client:
             batchable=batchable,
             partitions=partitions,
             max_queue=max_queue,
+            python=python,
+            python_params=json.dumps(python_params) if python_params else "",
         )
         r = self._call("RegisterCircuit", pb.RegisterCircuitRequest(circuit=spec, replace=replace))
         return _info(r.circuit) | {"already_registered": r.already_registered}
@@ -290,6 +294,8 @@ def _info(c) -> dict:
         "batchable": s.batchable,
         "partitions": s.partitions,
         "max_queue": s.max_queue,
+        "python": s.python,
+        "python_params": json.loads(s.python_params) if s.python_params else {},
         "n_constraints": c.n_constraints,
         "n_wires": c.n_wires,
         "n_public": c.n_public,

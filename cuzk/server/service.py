@@ -263,6 +263,8 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
             "batchable": c.batchable,
             "partitions": c.partitions or 1,
             "max_queue": c.max_queue,
+            "python": c.python,
+            "python_params": c.python_params,
         }
         circuit, already = self.engine.register_circuit(spec, replace=request.replace)
         return pb.RegisterCircuitResponse(circuit=self._info(self.engine.circuit_info(circuit)), already_registered=already)
@@ -281,6 +283,8 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
             batchable=s["batchable"],
             partitions=s["partitions"],
             max_queue=s["max_queue"],
+            python=s.get("python", ""),
+            python_params=json.dumps(s["python_params"], sort_keys=True) if s.get("python_params") else "",
         )
         return pb.CircuitInfo(
             spec=spec,
