@@ -52,12 +52,13 @@ def dev(tmp_path_factory):
 
 
 @contextmanager
-def daemon(**overrides):
-    """An in-process daemon on a fresh unix socket and state folder; yields (daemon, client)."""
+def daemon(config_path=None, **overrides):
+    """An in-process daemon on a fresh unix socket and state folder (and a config file's circuits);
+    yields (daemon, client)."""
     tmp = tempfile.mkdtemp(prefix="czt", dir="/tmp")
     over = {"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock", "gpus.backend": "cpu", "daemon.drain_timeout": 30}
     over.update(overrides)
-    d = Daemon(load_config(overrides=over)).start()
+    d = Daemon(load_config(config_path, overrides=over)).start()
     c = Client(d.address)
     try:
         yield d, c

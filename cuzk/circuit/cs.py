@@ -354,10 +354,22 @@ class TestCS(WitnessCS):
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, curve: Curve):
+    def __init__(self, curve: Curve, tamper: dict[str, Callable[[FieldArray], Any]] | None = None):
+        """``tamper``: fault injection for tests of gadgets: the values of the variables allocated under a
+        path (``"ns/name"``) go through the function before they are stored."""
         super().__init__(curve, None, "growing")
         self.unsatisfied: list[Unsatisfied] = []
         self.n_unsatisfied = 0
+        self.tamper = dict(tamper or {})
+        self.tampered: set[str] = set()
+
+    def _assign(self, is_input: bool, codes: np.ndarray, value: Value, name: str) -> None:
+        fn = self.tamper.get(self.path(name))
+        if fn is not None and value is not None:
+            v = value() if callable(value) else value
+            value = fn(FieldArray.of(self.field, v, codes.shape))
+            self.tampered.add(self.path(name))
+        super()._assign(is_input, codes, value, name)
 
     def _enforce(self, name: str, a: LC, b: LC, c: LC, shape: tuple[int, ...], rows: int) -> None:
         F = self.field

@@ -33,11 +33,13 @@ def _int(obj: Any, key: str, what: str) -> int:
 
 
 class Cube(Circuit):
-    """Knowledge of x with x^3 + x + 5 = y: inputs ``{"x": ...}``, public output y."""
+    """Knowledge of x with x^3 + x + 5 = y: inputs ``{"x": ...}``, public output y. With ``partitions``
+    > 1 a request carries a list of such objects, one proof each."""
 
-    def __init__(self, curve: str = "bls12_381"):
-        super().__init__(curve=curve)
+    def __init__(self, curve: str = "bls12_381", partitions: int = 1):
+        super().__init__(curve=curve, partitions=partitions)
         self.curve = curve
+        self.partitions = partitions
 
     def parse_inputs(self, obj: Any) -> Any:
         return {"x": _int(obj, "x", "the secret")}

@@ -305,7 +305,7 @@ class Circuit:
             "partitions": self.partitions,
             "batchable": self.spec.batchable,
             "source": self.source,
-            "spec": self.spec.as_dict(),
+            "spec": self.spec.as_dict() | {"partitions": self.partitions},  # a Python circuit may declare them
         }
 
 

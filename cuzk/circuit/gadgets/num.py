@@ -93,6 +93,6 @@ def less_than(cs: ConstraintSystem, name: str, a: Operand, b: Operand, n_bits: i
     # the top bit is 1 exactly when a >= b; the result is its negation, kept as a variable
     top = bits[..., n_bits]
     value = (lambda: 1 - cs.value(top)) if cs.has_values else None
-    lt = cs.alloc(name, value, top.shape)
+    lt = cs.alloc(f"{name} result", value, top.shape)
     cs.enforce(f"{name} negate", 1 - top.lc(), cs.one, lt)
     return lt
