@@ -17,7 +17,7 @@ from ..field import mont4
 from .lc import FieldArray
 from .poseidon_params import PoseidonParams, R, params
 
-__all__ = ["permute", "poseidon_hash", "poseidon_hash_batch", "poseidon_trace"]
+__all__ = ["permute", "permute_optimized", "poseidon_hash", "poseidon_hash_batch", "poseidon_trace"]
 
 
 def permute(state: list[int], P: PoseidonParams) -> list[int]:
@@ -32,6 +32,25 @@ def permute(state: list[int], P: PoseidonParams) -> list[int]:
         else:
             s[0] = pow(s[0], 5, R)
         s = [sum(P.mds[i][j] * s[j] for j in range(t)) % R for i in range(t)]
+    return s
+
+
+def permute_optimized(state: list[int], P: PoseidonParams) -> list[int]:
+    """The same permutation in its optimized form (:meth:`PoseidonParams.optimized`): cheap partial rounds."""
+    opt = P.optimized()
+    s = [x % R for x in state]
+    h = P.half_full
+    for rnd in range(P.n_rounds):
+        rc = opt.round_constants[rnd]
+        if P.is_full(rnd):
+            s = [pow((x + c) % R, 5, R) for x, c in zip(s, rc, strict=True)]
+            s = [sum(a * b for a, b in zip(row, s, strict=True)) % R for row in opt.matrices[rnd]]
+        else:
+            x0 = pow((s[0] + rc[0]) % R, 5, R)
+            row, col = opt.sparse_row[rnd - h], opt.sparse_col[rnd - h]
+            s = [(row[0] * x0 + sum(a * b for a, b in zip(row[1:], s[1:], strict=True))) % R] + [
+                (col[i] * x0 + s[i]) % R for i in range(1, P.t)
+            ]
     return s
 
 
@@ -51,88 +70,70 @@ _CHUNK = 256
 
 
 @nb.njit(inline="always", cache=True)
-def _mul_into(dst, i, a, ia, b, ib, p0, p1, p2, p3, inv):
-    r = mont4.mul(a[ia, 0], a[ia, 1], a[ia, 2], a[ia, 3], b[ib, 0], b[ib, 1], b[ib, 2], b[ib, 3], p0, p1, p2, p3, inv)
-    dst[i, 0], dst[i, 1], dst[i, 2], dst[i, 3] = r
+def _mul(a, b, m):
+    """Montgomery product of two 4-limb rows (1-d views)."""
+    return mont4.mul(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], m[0], m[1], m[2], m[3], m[4])
+
+
+@nb.njit(inline="always", cache=True)
+def _add(a, b, m):
+    """Sum of two 4-limb values (tuples)."""
+    return mont4.add(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], m[0], m[1], m[2], m[3])
+
+
+@nb.njit(inline="always", cache=True)
+def _put(dst, v):
+    dst[0], dst[1], dst[2], dst[3] = v[0], v[1], v[2], v[3]
 
 
 @nb.njit(parallel=True, cache=True)
-def _k_poseidon(inp, tag, rc, mds, half, r_p, trace, want_trace, out, m):
-    """inp (N, arity, 4) -> out (N, 4); with want_trace, trace[k, s] = (x^2, x^4, x^5) of every S-box s
-    whose input is not constant (all but round 0's element 0), in round order."""
-    p0, p1, p2, p3, inv = m[0], m[1], m[2], m[3], m[4]
+def _k_poseidon(inp, tag, rc, mats, sp_row, sp_col, half, r_p, trace, want_trace, out, m):
+    """inp (N, arity, 4) -> out (N, 4), the optimized form (PoseidonParams.optimized(): rc, dense mats of
+    the full rounds, sparse rows / columns of the partial rounds). With want_trace, trace[k, s] = (x^2,
+    x^4, x^5) of every S-box s whose input is not constant (all but round 0's element 0), in round order
+    (the S-box inputs are the plain permutation's)."""
     n = inp.shape[0]
-    t = mds.shape[0]
+    t = mats.shape[1]
     n_rounds = rc.shape[0]
-    n_chunks = (n + _CHUNK - 1) // _CHUNK
-    for c in nb.prange(n_chunks):
+    zero = (np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0))
+    for c in nb.prange((n + _CHUNK - 1) // _CHUNK):
         s = np.empty((t, 4), dtype=np.uint64)
         u = np.empty((t, 4), dtype=np.uint64)
-        x2 = np.empty((1, 4), dtype=np.uint64)
-        x4 = np.empty((1, 4), dtype=np.uint64)
+        x2 = np.empty(4, dtype=np.uint64)
+        x4 = np.empty(4, dtype=np.uint64)
         for k in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
-            for w in range(4):
-                s[0, w] = tag[w]
-            for i in range(1, t):
-                for w in range(4):
-                    s[i, w] = inp[k, i - 1, w]
+            s[0] = tag
+            s[1:] = inp[k]
             si = 0
             for rnd in range(n_rounds):
-                # ARK
-                for i in range(t):
-                    r = mont4.add(
-                        s[i, 0],
-                        s[i, 1],
-                        s[i, 2],
-                        s[i, 3],
-                        rc[rnd, i, 0],
-                        rc[rnd, i, 1],
-                        rc[rnd, i, 2],
-                        rc[rnd, i, 3],
-                        p0,
-                        p1,
-                        p2,
-                        p3,
-                    )
-                    s[i, 0], s[i, 1], s[i, 2], s[i, 3] = r
-                # S-boxes
-                n_sb = t if (rnd < half or rnd >= half + r_p) else 1
-                for i in range(n_sb):
-                    _mul_into(x2, 0, s, i, s, i, p0, p1, p2, p3, inv)
-                    _mul_into(x4, 0, x2, 0, x2, 0, p0, p1, p2, p3, inv)
-                    _mul_into(s, i, x4, 0, s, i, p0, p1, p2, p3, inv)
+                full = rnd < half or rnd >= half + r_p
+                n_sb = t if full else 1
+                for i in range(n_sb):  # ARK (a partial round: element 0 only) and S-box
+                    _put(s[i], _add(s[i], rc[rnd, i], m))
+                    _put(x2, _mul(s[i], s[i], m))
+                    _put(x4, _mul(x2, x2, m))
+                    _put(s[i], _mul(x4, s[i], m))
                     if want_trace and (rnd > 0 or i > 0):
-                        for w in range(4):
-                            trace[k, si, 0, w] = x2[0, w]
-                            trace[k, si, 1, w] = x4[0, w]
-                            trace[k, si, 2, w] = s[i, w]
+                        trace[k, si, 0] = x2
+                        trace[k, si, 1] = x4
+                        trace[k, si, 2] = s[i]
                         si += 1
-                # MDS
-                for i in range(t):
-                    a0 = a1 = a2 = a3 = np.uint64(0)
+                if full:  # dense matrix
+                    for i in range(t):
+                        acc = zero
+                        for j in range(t):
+                            acc = _add(acc, _mul(mats[rnd, i, j], s[j], m), m)
+                        _put(u[i], acc)
+                    s[:] = u
+                else:  # sparse: s[0] = row . s, s[i] += col[i] * s[0]
+                    pr = rnd - half
+                    acc = zero
                     for j in range(t):
-                        q = mont4.mul(
-                            mds[i, j, 0],
-                            mds[i, j, 1],
-                            mds[i, j, 2],
-                            mds[i, j, 3],
-                            s[j, 0],
-                            s[j, 1],
-                            s[j, 2],
-                            s[j, 3],
-                            p0,
-                            p1,
-                            p2,
-                            p3,
-                            inv,
-                        )
-                        a0, a1, a2, a3 = mont4.add(a0, a1, a2, a3, q[0], q[1], q[2], q[3], p0, p1, p2, p3)
-                    u[i, 0], u[i, 1], u[i, 2], u[i, 3] = a0, a1, a2, a3
-                for i in range(t):
-                    for w in range(4):
-                        s[i, w] = u[i, w]
-            for w in range(4):
-                out[k, w] = s[1, w]
+                        acc = _add(acc, _mul(sp_row[pr, j], s[j], m), m)
+                    for i in range(1, t):
+                        _put(s[i], _add(s[i], _mul(sp_col[pr, i], s[0], m), m))
+                    _put(s[0], acc)
+            out[k] = s[1]
 
 
 def _as_mont(inputs: FieldArray | np.ndarray, arity: int | None) -> np.ndarray:
@@ -149,7 +150,21 @@ def _run(mont: np.ndarray, want_trace: bool) -> tuple[np.ndarray, np.ndarray]:
     n = mont.shape[0]
     out = np.empty((n, 4), dtype=np.uint64)
     trace = np.empty((n if want_trace else 0, P.n_sboxes - 1, 3, 4), dtype=np.uint64)
-    _k_poseidon(mont, P.tag_mont, P.rc_mont, P.mds_mont, P.half_full, P.r_p, trace, want_trace, out, P.field.m)
+    opt = P.optimized()
+    _k_poseidon(
+        mont,
+        P.tag_mont,
+        opt.rc_mont,
+        opt.mat_mont,
+        opt.row_mont,
+        opt.col_mont,
+        P.half_full,
+        P.r_p,
+        trace,
+        want_trace,
+        out,
+        P.field.m,
+    )
     return out, trace
 
 

@@ -146,6 +146,7 @@ class PoseidonParams:
     rc_mont: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]  # (R_F + R_P, t, 4)
     mds_mont: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]  # (t, t, 4)
     tag_mont: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]  # (4,)
+    _optimized: Optimized | None = field(repr=False, default=None)
 
     def __post_init__(self) -> None:
         F = self.field
@@ -171,6 +172,102 @@ class PoseidonParams:
 
     def rc(self, rnd: int) -> list[int]:
         return self.round_constants[rnd * self.t : (rnd + 1) * self.t]
+
+    def optimized(self) -> Optimized:
+        """The same permutation with cheap partial rounds (memoized), see :class:`Optimized`."""
+        if self._optimized is None:
+            self._optimized = _optimize(self)
+        return self._optimized
+
+
+@dataclass
+class Optimized:
+    """The permutation rewritten so that a partial round costs 2t - 1 multiplies instead of t^2 (the
+    technique of the Poseidon paper's appendix B, as neptune's compressed constants and sparse matrices;
+    derived here independently, equal to the plain permutation by construction and by test):
+
+    * constants: in a partial round the constants of elements 1.. commute with the S-box (which touches
+      element 0 only), so they are carried through the MDS into the next round's constants; a partial
+      round then adds one constant (to element 0) and the carry lands in the next full round's constants;
+    * matrices: from the last partial round backwards, the round's matrix N is factored N = A . B with
+      B = diag(1, N[1:,1:]) (applied first) and A sparse (A[0] = (N00, N[0,1:] . N[1:,1:]^-1), A[i,0] =
+      N[i,0], identity below the first row and right of the first column); B commutes with the S-box of
+      the round, so it moves into the previous round's matrix; the last full round before the partial
+      rounds ends with a dense matrix B . M.
+
+    The S-box inputs are the plain permutation's (only the linear layers changed), so a trace of the
+    S-boxes is the same in both forms.
+    """
+
+    round_constants: list[list[int]]  # per round, t values (partial rounds: only element 0 used)
+    matrices: list[list[list[int]]]  # per round, the dense matrix (full rounds; the plain M but one)
+    sparse_row: list[list[int]]  # per partial round: A[0, :]
+    sparse_col: list[list[int]]  # per partial round: A[:, 0] (entry 0 unused: it is A[0, 0])
+    rc_mont: np.ndarray  # (rounds, t, 4)
+    mat_mont: np.ndarray  # (rounds, t, t, 4)
+    row_mont: np.ndarray  # (R_P, t, 4)
+    col_mont: np.ndarray  # (R_P, t, 4)
+
+
+def _mat_vec(m: list[list[int]], v: list[int]) -> list[int]:
+    return [sum(a * b for a, b in zip(row, v, strict=True)) % R for row in m]
+
+
+def _mat_mul(a: list[list[int]], b: list[list[int]]) -> list[list[int]]:
+    cols = list(zip(*b, strict=True))
+    return [[sum(x * y for x, y in zip(row, col, strict=True)) % R for col in cols] for row in a]
+
+
+def _inverse(m: list[list[int]]) -> list[list[int]]:
+    n = len(m)
+    a = [[*row, *(int(i == j) for j in range(n))] for i, row in enumerate(m)]
+    for c in range(n):
+        piv = next(r for r in range(c, n) if a[r][c] % R)
+        a[c], a[piv] = a[piv], a[c]
+        inv = pow(a[c][c], -1, R)
+        a[c] = [x * inv % R for x in a[c]]
+        for r in range(n):
+            if r != c and a[r][c]:
+                f = a[r][c]
+                a[r] = [(x - f * y) % R for x, y in zip(a[r], a[c], strict=True)]
+    return [row[n:] for row in a]
+
+
+def _optimize(P: PoseidonParams) -> Optimized:
+    t, h, n_rounds = P.t, P.half_full, P.n_rounds
+    partial = range(h, h + P.r_p)
+    rcs = [list(P.rc(r)) for r in range(n_rounds)]
+    carry = [0] * t
+    for r in partial:
+        c = [(x + y) % R for x, y in zip(rcs[r], carry, strict=True)]
+        rcs[r] = [c[0]] + [0] * (t - 1)
+        carry = _mat_vec(P.mds, [0, *c[1:]])
+    rcs[h + P.r_p] = [(x + y) % R for x, y in zip(rcs[h + P.r_p], carry, strict=True)]
+    mats = [[list(row) for row in P.mds] for _ in range(n_rounds)]
+    rows: list[list[int]] = [[] for _ in partial]
+    cols: list[list[int]] = [[] for _ in partial]
+    for r in reversed(partial):
+        n = mats[r]
+        n_hat = [row[1:] for row in n[1:]]
+        a_row = [n[0][0], *_mat_vec([list(col) for col in zip(*_inverse(n_hat), strict=True)], n[0][1:])]
+        rows[r - h] = a_row
+        cols[r - h] = [n[i][0] for i in range(t)]
+        b = [[1] + [0] * (t - 1)] + [[0, *n_hat[i]] for i in range(t - 1)]
+        mats[r] = []
+        mats[r - 1] = _mat_mul(b, mats[r - 1])
+    F = P.field
+    eye = [[int(i == j) for j in range(t)] for i in range(t)]
+    dense = [m if m else eye for m in mats]
+    return Optimized(
+        rcs,
+        mats,
+        rows,
+        cols,
+        F.from_ints([x for rc in rcs for x in rc]).reshape(n_rounds, t, 4),
+        F.from_ints([x for m in dense for row in m for x in row]).reshape(n_rounds, t, t, 4),
+        F.from_ints([x for row in rows for x in row]).reshape(P.r_p, t, 4),
+        F.from_ints([x for col in cols for x in col]).reshape(P.r_p, t, 4),
+    )
 
 
 _cache: dict[int, PoseidonParams] = {}
