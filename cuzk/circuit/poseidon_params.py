@@ -47,8 +47,9 @@ Sources, in neptune:
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -143,10 +144,10 @@ class PoseidonParams:
     mds: list[list[int]]  # t x t
     domain_tag: int
     field: PrimeField
-    rc_mont: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]  # (R_F + R_P, t, 4)
-    mds_mont: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]  # (t, t, 4)
-    tag_mont: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]  # (4,)
-    _optimized: Optimized | None = field(repr=False, default=None)
+    rc_mont: np.ndarray = dataclasses.field(init=False, repr=False)  # (R_F + R_P, t, 4)
+    mds_mont: np.ndarray = dataclasses.field(init=False, repr=False)  # (t, t, 4)
+    tag_mont: np.ndarray = dataclasses.field(init=False, repr=False)  # (4,)
+    _optimized: Optimized | None = dataclasses.field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         F = self.field
