@@ -375,3 +375,49 @@ def test_config_file_python_circuit(tmp_path, monkeypatch):
         res = c.prove("cube-bn", inputs={"x": 5})
         assert res.public[0] == [135]
         assert verifier.verify(pk.vk, [135], formats.Proof.from_bytes(res.proofs[0], BN))
+
+
+# ---------------------------------------------------------------------------------------------
+# the example circuits and the synthesis benchmark
+
+
+MERKLE = "cuzk.circuit.examples:MerkleInclusion"
+
+
+@pytest.mark.parametrize("params", [{"depth": 2, "challenges": 3}, {"depth": 2, "challenges": 2, "arity": 4}])
+def test_poseidon_merkle_inclusion(params, tmp_path):
+    c = CircuitSpec.parse(MERKLE, params).load()
+    rec = record(c, tmp_path)
+    raw = json.loads(json.dumps(c.sample_inputs(7)))  # through JSON, as a request brings it
+    assert check(c, raw) is None
+    w = witness(c, raw, rec.layout)
+    assert rec.pce.unsatisfied(w).size == 0
+    assert BLS.fr.to_ints(w[1:2]) == [int(raw["root"])]
+    # a wrong sibling: the recomputed root differs, and the root check of that challenge fails
+    raw["challenges"][1]["path"][1][0] = "5"
+    assert check(c, raw).endswith("(root [instance 1])")
+    # a wrong index (another leaf position): the path no longer leads to the root
+    raw = c.sample_inputs(7)
+    raw["challenges"][0]["index"] = (raw["challenges"][0]["index"] + 1) % (c.arity**c.depth)
+    assert check(c, raw).endswith("(root [instance 0])")
+    with pytest.raises(CircuitError, match=r"inputs.challenges\[0\].path: expected 2 levels"):
+        c.parse_inputs({"root": 1, "challenges": [{"index": 0, "leaf": 1, "path": []}] * c.challenges})
+
+
+def test_bench_synth_reports(tmp_path, monkeypatch, capsys):
+    from cuzk.bench.main import main
+
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path))
+    out = tmp_path / "synth.json"
+    params = '{"depth": 2, "challenges": 4}'
+    assert main(["synth", MERKLE, "--circuit-params", params, "--repeat", "2", "--record", "-q", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "M/s per core" in text and "recorded (lc_storage=arrays)" in text
+    r = json.loads(out.read_text())
+    assert r["constraints"] == record(CircuitSpec.parse(MERKLE, params).load()).layout.n_constraints
+    assert len(r["witness_ms"]["runs"]) == 2 and r["constraints_per_s_per_core"] > 0 and r["peak_python_alloc_mib"] > 0
+    assert (
+        main(["synth", MERKLE, "--circuit-params", params, "--repeat", "1", "-q", "--witness-buffer", "growing", "--no-trace"])
+        == 0
+    )
+    assert "loaded from the cache" in capsys.readouterr().out

@@ -4,6 +4,7 @@
     cuzk-bench batch CIRCUIT INPUT -c COUNT -j CONC      COUNT Proves, CONC at a time; throughput
     cuzk-bench status | metrics | preload CIRCUIT
     cuzk-bench timeline FILE [--png OUT.png]             utilization per device, waterfall plot
+    cuzk-bench synth package.module:Class [--circuit-params JSON]   synthesis alone (no daemon)
 
 INPUT is a .wtns witness or an inputs .json file, one per partition of the circuit. Every proof the
 daemon returns is checked: a batch with any failed job exits 1. The daemon address comes from --addr or
@@ -180,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("preload", help="load a circuit's SRS into the HOT tier")
     s.add_argument("circuit")
     s.set_defaults(fn=cmd_preload)
+    from .synth import add_parser as add_synth
+
+    add_synth(sub)
     return p
 
 

@@ -199,14 +199,14 @@ def _load(path: Path, curve: Curve, key: str) -> Recording:
 
 
 def witness(circuit: Circuit, inputs: Any, layout: Layout | None = None) -> np.ndarray:
-    """The Montgomery witness of one proof (ONE, public inputs, private variables)."""
+    """The Montgomery witness of one proof (ONE, public inputs, private variables) from its JSON inputs."""
     cs = WitnessCS(circuit.curve_, layout)
     circuit.synthesize(cs, circuit.parse_inputs(inputs))
     return cs.witness()
 
 
 def check(circuit: Circuit, inputs: Any) -> str | None:
-    """None when the inputs satisfy every constraint, else the first unsatisfied one, by namespace path."""
+    """None when the JSON inputs satisfy every constraint, else the first unsatisfied one, by namespace path."""
     cs = TestCS(circuit.curve_)
     circuit.synthesize(cs, circuit.parse_inputs(inputs))
     return cs.which_is_unsatisfied()

@@ -139,7 +139,8 @@ def _python_inputs(circuit, path: str, partition: int | None):
         partition = 0
     if not 0 <= partition < len(parts):
         raise CuzkError(f"--partition: {partition} is not one of the {len(parts)} partitions of {path}")
-    return circuit.parse_inputs(parts[partition])
+    circuit.parse_inputs(parts[partition])  # bad inputs: a one-line error before any work
+    return parts[partition]
 
 
 def _python_witness(circuit, path: str, partition: int | None):

@@ -198,10 +198,12 @@ class Circuit:
         return bool(self.spec.wasm) or self.python is not None
 
     def parse_python_inputs(self, obj: Any, field: str) -> Any:
-        """A Python circuit's inputs checked at submission (the circuit's parse_inputs)."""
+        """A Python circuit's inputs checked at submission (the circuit's parse_inputs); the JSON object
+        itself is kept (and journaled): the witness parses it again."""
         assert self.python is not None
         try:
-            return self.python.parse_inputs(obj)
+            self.python.parse_inputs(obj)
+            return obj
         except CuzkError as e:
             raise InvalidArgument(f"{field}: {e}") from None
         except Exception as e:

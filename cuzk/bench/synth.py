@@ -1,0 +1,179 @@
+"""``cuzk-bench synth CIRCUIT``: the synthesis-only micro-benchmark of a Python circuit.
+
+Times, separately and each ``--repeat`` times: recording (the constraint matrices, once per topology;
+with ``--record`` it is timed without the disk cache, else loaded from it), witness generation (the
+witness-only constraint system, the per-proof path) and the mat-vec (A.w, B.w, C.w: what the prover
+does with the witness first). Reports median and spread, constraints per second per core (witness +
+mat-vec over the threads numba may use), the peak resident memory of the process, and the peak of
+Python-tracked allocations (numpy arrays included) during one witness generation, run apart from the
+timed ones because tracing slows Python down.
+
+The seed's synthesis regression (a small-vector LC indexer costing 5-6 s of every proof) was found only
+by a synthesis-only benchmark; this is ours. Its switches (``--lc-storage``, ``--witness-buffer``) set
+the named synthesis switches of :mod:`cuzk.circuit.cs`, so each can be measured alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from typing import Any
+
+from .. import CuzkError
+
+
+def _median_spread(xs: list[float]) -> tuple[float, float]:
+    return statistics.median(xs), (max(xs) - min(xs)) if len(xs) > 1 else 0.0
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def run(
+    spec: str,
+    params: str | dict[str, Any] | None = None,
+    inputs_path: str | None = None,
+    seed: int = 0,
+    repeat: int = 3,
+    threads: int | None = None,
+    rerecord: bool = False,
+    trace: bool = True,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """One benchmark; returns the figures (ms, MiB, constraints/s)."""
+    import numba
+
+    from ..circuit.circuit import CircuitSpec, record, witness
+    from ..circuit.cs import switch
+
+    if threads:
+        numba.set_num_threads(threads)
+    cores = numba.get_num_threads()
+    circuit = CircuitSpec.parse(spec, params).load()
+    bar = None
+    if progress and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=2 + 2 * repeat + trace, desc="record", unit="step", leave=False, file=sys.stderr)
+
+    def step(name: str) -> None:
+        if bar is not None:
+            bar.update(1)
+            bar.set_description(name)
+
+    t = time.perf_counter()
+    rec = record(circuit, cache=not rerecord)
+    record_ms = (time.perf_counter() - t) * 1e3
+    step("inputs")
+    if inputs_path:
+        with open(inputs_path, encoding="utf-8") as fh:
+            inputs = json.load(fh)
+    else:
+        inputs = circuit.sample_inputs(seed)
+    inputs = circuit.partition_inputs(inputs)[0]
+    step("witness")
+    n = rec.layout.n_constraints
+    wit_ms, mv_ms = [], []
+    w = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        w = witness(circuit, inputs, rec.layout)
+        wit_ms.append((time.perf_counter() - t) * 1e3)
+        step("mat-vec")
+        t = time.perf_counter()
+        rec.pce.evaluate(w)
+        mv_ms.append((time.perf_counter() - t) * 1e3)
+        step("witness")
+    assert w is not None
+    bad = rec.pce.unsatisfied(w)
+    if bad.size:
+        raise CuzkError(f"{spec}: the witness violates {bad.size} constraints (first: {int(bad[0])}); the benchmark is void")
+    peak_py = 0.0
+    if trace:
+        step("traced witness")
+        tracemalloc.start()
+        witness(circuit, inputs, rec.layout)
+        peak_py = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    if bar is not None:
+        bar.close()
+    wm, ws = _median_spread(wit_ms)
+    mm, msp = _median_spread(mv_ms)
+    total_s = (wm + mm) / 1e3
+    return {
+        "circuit": spec,
+        "params": circuit.params,
+        "constraints": n,
+        "wires": rec.layout.n_wires,
+        "recording": {"ms": record_ms, "cached": rec.cached, "lc_storage": switch("lc_storage")},
+        "witness_ms": {"median": wm, "spread": ws, "runs": wit_ms},
+        "matvec_ms": {"median": mm, "spread": msp, "runs": mv_ms},
+        "witness_buffer": switch("witness_buffer"),
+        "threads": cores,
+        "constraints_per_s": n / total_s,
+        "constraints_per_s_per_core": n / total_s / cores,
+        "peak_rss_mib": _peak_rss_mib(),
+        "peak_python_alloc_mib": peak_py,
+    }
+
+
+def print_report(r: dict[str, Any]) -> None:
+    rec = r["recording"]
+    print(f"circuit        {r['circuit']} {json.dumps(r['params'], sort_keys=True)}")
+    print(f"size           {r['constraints']:,} constraints, {r['wires']:,} wires")
+    how = "loaded from the cache" if rec["cached"] else f"recorded (lc_storage={rec['lc_storage']})"
+    print(f"recording      {rec['ms']:.0f} ms, {how}")
+    for k, label, extra in (("witness_ms", "witness", f" (witness_buffer={r['witness_buffer']})"), ("matvec_ms", "mat-vec", "")):
+        m = r[k]
+        print(f"{label:<15}median {m['median']:.1f} ms, spread {m['spread']:.1f} ms over {len(m['runs'])} runs{extra}")
+    print(
+        f"throughput     {r['constraints_per_s'] / 1e6:.3f} M constraints/s on {r['threads']} threads = "
+        f"{r['constraints_per_s_per_core'] / 1e6:.3f} M/s per core (target 0.4)"
+    )
+    print(
+        f"memory         peak RSS {r['peak_rss_mib']:.0f} MiB; peak Python allocations in one witness {r['peak_python_alloc_mib']:.0f} MiB"
+    )
+
+
+def cmd_synth(a) -> int:
+    saved = {k: os.environ.get(k) for k in ("CUZK_LC_STORAGE", "CUZK_WITNESS_BUFFER")}
+    try:
+        if a.lc_storage:
+            os.environ["CUZK_LC_STORAGE"] = a.lc_storage
+        if a.witness_buffer:
+            os.environ["CUZK_WITNESS_BUFFER"] = a.witness_buffer
+        r = run(a.circuit, a.circuit_params, a.inputs, a.seed, max(1, a.repeat), a.threads, a.record, not a.no_trace, not a.quiet)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    print_report(r)
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as fh:
+            json.dump(r, fh, indent=1)
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    s = sub.add_parser("synth", help="synthesis-only benchmark of a Python circuit: witness and mat-vec timed apart")
+    s.add_argument("circuit", help="package.module:ClassName, e.g. cuzk.circuit.examples:MerkleInclusion")
+    s.add_argument("--circuit-params", metavar="JSON", help="the circuit's parameters, a JSON object")
+    s.add_argument("--inputs", help="inputs JSON (default: the circuit's sample inputs)")
+    s.add_argument("--seed", type=int, default=0, help="seed of the sample inputs")
+    s.add_argument("--repeat", type=int, default=3, help="timed witness + mat-vec runs (median and spread)")
+    s.add_argument("--threads", type=int, help="numba threads (default: all cores)")
+    s.add_argument("--record", action="store_true", help="record again, bypassing the disk cache, and time it")
+    s.add_argument("--lc-storage", choices=["arrays", "dicts"], help="synthesis switch: how recording holds LCs")
+    s.add_argument("--witness-buffer", choices=["presized", "growing"], help="synthesis switch: witness buffers")
+    s.add_argument("--no-trace", action="store_true", help="skip the traced run (peak Python allocations)")
+    s.add_argument("--json", help="also write the figures here")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(fn=cmd_synth)
