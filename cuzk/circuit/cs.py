@@ -170,8 +170,11 @@ class RecordingCS(ConstraintSystem):
         super().__init__(curve)
         self.lc_storage = lc_storage or switch("lc_storage")
         self._coef: dict[int, int] = {}  # coefficient (mod r) -> its index
-        # per matrix: chunks of (rows, codes, coefficient indices), or one dict per row
-        self._chunks: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[], [], []]
+        # per matrix: chunks of (rows, codes, coefficient index) -- one per LC term of an enforce call --
+        # compacted every COMPACT_EVERY chunks into blocks of (rows, codes, coefficient indices), so that a
+        # 2^24-constraint recording holds a few thousand arrays, not millions; or one dict per row
+        self._chunks: list[list[tuple[np.ndarray, np.ndarray, int]]] = [[], [], []]
+        self._blocks: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[], [], []]
         self._rows: list[list[dict[int, int]]] = [[], [], []]
 
     def _coef_index(self, k: int) -> int:
@@ -194,12 +197,27 @@ class RecordingCS(ConstraintSystem):
                     self._rows[m].append(row)
                 continue
             row_ids = base + np.arange(rows, dtype=np.int64)
+            chunks = self._chunks[m]
             for k, codes in lc.terms:
                 if k % self.field.p == 0:
                     continue
-                flat = np.broadcast_to(codes, shape).reshape(-1)
-                ci = np.full(rows, self._coef_index(k), dtype=np.int32)
-                self._chunks[m].append((row_ids, flat.astype(np.int64, copy=False), ci))
+                flat = codes.reshape(-1) if codes.shape == shape else np.broadcast_to(codes, shape).reshape(-1)
+                chunks.append((row_ids, flat, self._coef_index(k)))
+            if len(chunks) >= self.COMPACT_EVERY:
+                self._compact(m)
+
+    COMPACT_EVERY = 2048
+
+    def _compact(self, m: int) -> None:
+        chunks = self._chunks[m]
+        if not chunks:
+            return
+        lengths = np.array([c[0].size for c in chunks], dtype=np.int64)
+        rows = np.concatenate([c[0] for c in chunks])
+        codes = np.concatenate([c[1] for c in chunks]).astype(np.int64, copy=False)
+        coef = np.repeat(np.array([c[2] for c in chunks], dtype=np.int32), lengths)
+        self._blocks[m].append((rows, codes, coef))
+        chunks.clear()
 
     def finish(self) -> PCE:
         """The recorded constraints as the pre-compiled evaluator (CSR over the final wire layout)."""
@@ -218,14 +236,18 @@ class RecordingCS(ConstraintSystem):
                 rows = np.array(rows_l, dtype=np.int64)
                 codes = np.array(codes_l, dtype=np.int64)
                 coef = np.array(vals_l, dtype=np.int32)
-            elif self._chunks[m]:
-                rows = np.concatenate([c[0] for c in self._chunks[m]])
-                codes = np.concatenate([c[1] for c in self._chunks[m]])
-                coef = np.concatenate([c[2] for c in self._chunks[m]])
+            elif self._chunks[m] or self._blocks[m]:
+                self._compact(m)
+                blocks = self._blocks[m]
+                rows = np.concatenate([b[0] for b in blocks])
+                codes = np.concatenate([b[1] for b in blocks])
+                coef = np.concatenate([b[2] for b in blocks])
+                self._blocks[m] = []
             else:
                 rows, codes, coef = (np.zeros(0, dtype=t) for t in (np.int64, np.int64, np.int32))
             mats.append(self._csr(rows, wires_of(codes, n_in), coef, n_rows, n_wires))
         self._chunks = [[], [], []]
+        self._blocks = [[], [], []]
         self._rows = [[], [], []]
         return PCE(mats[0], mats[1], mats[2], n_wires=n_wires, n_public=n_in - 1, field=F)
 
@@ -235,24 +257,27 @@ class RecordingCS(ConstraintSystem):
         for k, i in self._coef.items():
             table[i] = k
         table_mont = F.from_ints(table) if table else F.zeros(0)
-        order = np.lexsort((cols, rows))
-        rows, cols, coef = rows[order], cols[order], coef[order]
-        vals = table_mont[coef] if rows.size else F.zeros(0)
-        if rows.size:
-            same = (rows[1:] == rows[:-1]) & (cols[1:] == cols[:-1])
-            if same.any():  # the same variable twice in one LC (x + x): sum the coefficients
-                starts = np.flatnonzero(np.concatenate([[True], ~same]))
-                ends = np.append(starts[1:], rows.size)
-                vals = vals[starts]
-                for g in np.flatnonzero(ends - starts > 1):
-                    total = sum(table[int(c)] for c in coef[starts[g] : ends[g]]) % F.p
-                    vals[g] = F.mont_scalar(total)
-                rows, cols = rows[starts], cols[starts]
-                keep = vals.any(axis=1)  # coefficients that cancelled
-                rows, cols, vals = rows[keep], cols[keep], vals[keep]
+        # one int64 key per entry (row-major); a stable sort puts each row's entries in column order
+        key = rows * np.int64(n_cols) + cols
+        order = np.argsort(key, kind="stable")
+        key, coef = key[order], coef[order]
+        vals = np.take(table_mont, coef, axis=0) if key.size else F.zeros(0)  # take: 2x a fancy index here
+        rows, cols = rows[order], cols[order]
+        if key.size:
+            first = np.empty(key.size, dtype=bool)
+            first[0] = True
+            np.not_equal(key[1:], key[:-1], out=first[1:])
+            starts = np.flatnonzero(first)
+            if starts.size != key.size:  # the same variable twice in one LC (x + x): sum the coefficients
+                sizes = np.diff(np.append(starts, key.size))
+                merged = vals[starts]
+                for j in range(1, int(sizes.max())):
+                    g = np.flatnonzero(sizes > j)
+                    merged[g] = F.add(np.ascontiguousarray(merged[g]), np.ascontiguousarray(vals[starts[g] + j]))
+                keep = merged.any(axis=1)  # coefficients that cancelled
+                rows, cols, vals = rows[starts][keep], cols[starts][keep], merged[keep]
         row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
-        np.add.at(row_ptr, rows + 1, 1)
-        np.cumsum(row_ptr, out=row_ptr)
+        np.cumsum(np.bincount(rows, minlength=n_rows), out=row_ptr[1:])
         return CSR(row_ptr, cols.astype(np.uint32), np.ascontiguousarray(vals.reshape(-1, 4)), n_cols, F)
 
 
