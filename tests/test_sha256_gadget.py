@@ -180,7 +180,7 @@ def test_sha256_lengths(length):
     assert got_bits.shape == (B, 256)
     rec = RecordingCS(BLS)
     synth_sha(rec, m)
-    assert rec.layout() == w.layout()
+    assert (rec.n_inputs, rec.n_aux) == (w.n_inputs, w.n_aux)  # the witness system may skip constraints
     pce = rec.finish()
     assert pce.unsatisfied(w.witness()).size == 0
 
@@ -299,7 +299,7 @@ def test_hash2_sha256_254():
     assert list(w.value(out_w).ints()) == want
     rec = RecordingCS(BLS)
     hash2_circuit(rec, None, None, B)
-    assert rec.layout() == w.layout()
+    assert (rec.n_inputs, rec.n_aux) == (w.n_inputs, w.n_aux)  # the witness system may skip constraints
     # two 254-bit decompositions (255 each), the SHA-256 of 64 bytes (its second block is the constant
     # padding; 4 constant message bits fold 3 constraints more: 30,698 vs 30,701 for 512 variable
     # bits), one packing constraint

@@ -7,7 +7,9 @@ A circuit (or gadget) calls:
   one, called only when the system needs values);
 * ``cs.enforce(name, a, b, c)``: a * b = c, elementwise over the LCs' common shape (one R1CS row each);
 * ``with cs.namespace(name):`` prefixes the names of what is made inside (paths joined by "/");
-* ``cs.value(var)`` (a FieldArray) when ``cs.has_values``; ``cs.one`` is the constant-one variable.
+* ``cs.value(var)`` (a FieldArray) when ``cs.has_values``; ``cs.one`` is the constant-one variable;
+* ``cs.wants_constraints``: False in the witness-only system, where a gadget may skip building the
+  linear combinations it would pass to ``enforce`` (they are ignored there).
 
 Implementations:
 
@@ -82,6 +84,9 @@ class ConstraintSystem:
     """The interface and the allocation bookkeeping shared by the three systems."""
 
     has_values = False
+    # False where enforce ignores its arguments (the witness-only system): a gadget may then skip building
+    # the linear combinations of its constraints, the bulk of its Python work (bit packings of 32 terms)
+    wants_constraints = True
 
     def __init__(self, curve: Curve):
         self.curve = curve
@@ -307,6 +312,7 @@ class WitnessCS(ConstraintSystem):
     """Values only: the witness of one proof (or of a batch of proofs' partitions)."""
 
     has_values = True
+    wants_constraints = False  # so its n_constraints counts only the constraints gadgets did not skip
 
     def __init__(self, curve: Curve, layout: Layout | None = None, witness_buffer: str | None = None):
         super().__init__(curve)
@@ -378,6 +384,7 @@ class TestCS(WitnessCS):
     """Values, and every constraint checked as it is enforced."""
 
     __test__ = False  # not a pytest class
+    wants_constraints = True
 
     def __init__(self, curve: Curve, tamper: dict[str, Callable[[FieldArray], Any]] | None = None):
         """``tamper``: fault injection for tests of gadgets: the values of the variables allocated under a

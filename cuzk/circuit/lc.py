@@ -142,10 +142,10 @@ def as_lc(x: Operand) -> LC:
 
 
 def lc_sum(parts: Iterable[Operand]) -> LC:
-    out = LC()
+    terms: list[tuple[int, np.ndarray]] = []
     for p in parts:
-        out = out + p
-    return out
+        terms.extend(as_lc(p).terms)
+    return LC(terms)
 
 
 class FieldArray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cs import ConstraintSystem, SynthesisError
-from ..lc import LC, Var, lc_sum
+from ..lc import LC, Var
 
 Shape = tuple[int, ...]
 
@@ -40,8 +40,8 @@ def enforce_boolean(cs: ConstraintSystem, name: str, b: Var) -> None:
 
 def pack(bits: Var) -> LC:
     """sum_i 2^i bits[..., i]: a linear combination (no constraint)."""
-    n = bits.shape[-1]
-    return lc_sum(bits[..., i] * (1 << i) for i in range(n))
+    codes = bits.codes
+    return LC([(1 << i, codes[..., i]) for i in range(codes.shape[-1])])
 
 
 def to_bits(cs: ConstraintSystem, name: str, x: Var | LC, n_bits: int) -> Var:
@@ -58,7 +58,8 @@ def to_bits(cs: ConstraintSystem, name: str, x: Var | LC, n_bits: int) -> Var:
             raise SynthesisError(f"{cs.path(name)}: a value does not fit {n_bits} bits")
         vals = all_bits[:, :n_bits].reshape((*shape, n_bits))
     bits = alloc_bits(cs, name, vals, (*shape, n_bits))
-    cs.enforce(f"{name} pack", pack(bits), cs.one, x)
+    if cs.wants_constraints:
+        cs.enforce(f"{name} pack", pack(bits), cs.one, x)
     return bits
 
 
@@ -66,7 +67,8 @@ def from_bits(cs: ConstraintSystem, name: str, bits: Var) -> Var:
     """A new variable equal to the packed bits (one constraint)."""
     value = (lambda: cs.value(pack(bits))) if cs.has_values else None
     x = cs.alloc(name, value, bits.shape[:-1])
-    cs.enforce(f"{name} pack", pack(bits), cs.one, x)
+    if cs.wants_constraints:
+        cs.enforce(f"{name} pack", pack(bits), cs.one, x)
     return x
 
 
