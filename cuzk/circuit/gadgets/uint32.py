@@ -168,13 +168,14 @@ class UInt32:
 
     def max_value(self) -> int:
         """The largest value the word can take (its constant bits fixed)."""
-        return int(sum(1 << i for i in range(32) if self.kinds[i] != CONST0))
+        return int(_WEIGHTS[self.kinds != CONST0].sum())
 
     # ---- free operations
     def rotr(self, n: int) -> UInt32:
         n %= 32
         v = None if self.value is None else (self.value >> np.uint32(n)) | (self.value << np.uint32((32 - n) % 32))
-        return UInt32(np.roll(self.codes, -n, axis=-1), np.roll(self.kinds, -n), v)
+        perm = _ROTR[n]  # an index gather: np.roll's Python overhead was the witness's top line
+        return UInt32(self.codes[..., perm], self.kinds[perm], v)
 
     def rotl(self, n: int) -> UInt32:
         return self.rotr(32 - n % 32)
@@ -194,6 +195,10 @@ class UInt32:
 
     def __repr__(self) -> str:
         return f"UInt32(shape={self.shape}, {int((self.kinds >= VAR).sum())} variable bits)"
+
+
+_WEIGHTS = np.array([1 << i for i in range(32)], dtype=np.uint64)
+_ROTR = [np.roll(np.arange(32), -n) for n in range(32)]
 
 
 def _pack_values(bits: np.ndarray) -> np.ndarray:
@@ -319,14 +324,16 @@ def _xor_n(cs: ConstraintSystem, name: str, words: list[UInt32], fn) -> UInt32:
         elif len(var) == 1:
             out.copy(pos, var[0][0], parity)
         elif len(var) == 2:
-            la, lb = (_lc_at(w, pos, k) for w, k in var)
             c = out.new(pos, parity)  # c = la ^ lb; the result is c ^ parity
-            cs.enforce(out.sub(), la * 2, lb, la + lb - c)
+            if cs.wants_constraints:
+                la, lb = (_lc_at(w, pos, k) for w, k in var)
+                cs.enforce(out.sub(), la * 2, lb, la + lb - c)
         else:
-            s = _lc_at(var[0][0], pos, var[0][1]) + _lc_at(var[1][0], pos, var[1][1]) + _lc_at(var[2][0], pos, var[2][1])
             c = out.new(pos)
-            S = 3 - s * 2
-            cs.enforce(out.sub(), c * 4 + S, S, S * 2 + 3)
+            if cs.wants_constraints:
+                s = _lc_at(var[0][0], pos, var[0][1]) + _lc_at(var[1][0], pos, var[1][1]) + _lc_at(var[2][0], pos, var[2][1])
+                S = 3 - s * 2
+                cs.enforce(out.sub(), c * 4 + S, S, S * 2 + 3)
     return out.word()
 
 
@@ -344,7 +351,8 @@ def and_(cs: ConstraintSystem, name: str, a: UInt32, b: UInt32) -> UInt32:
             out.copy(pos, a)
         else:
             c = out.new(pos)
-            cs.enforce(out.sub(), _lc_at(a, pos, ka), _lc_at(b, pos, kb), c)
+            if cs.wants_constraints:
+                cs.enforce(out.sub(), _lc_at(a, pos, ka), _lc_at(b, pos, kb), c)
     return out.word()
 
 
@@ -365,9 +373,10 @@ def ch(cs: ConstraintSystem, name: str, e: UInt32, f: UInt32, g: UInt32) -> UInt
             else:
                 out.copy(pos, e, kg)  # f = 1, g = 0: e; f = 0, g = 1: not e
         else:
-            lg = _lc_at(g, pos, kg)
             c = out.new(pos)
-            cs.enforce(out.sub(), _lc_at(e, pos, ke), _lc_at(f, pos, kf) - lg, c - lg)
+            if cs.wants_constraints:
+                lg = _lc_at(g, pos, kg)
+                cs.enforce(out.sub(), _lc_at(e, pos, ke), _lc_at(f, pos, kf) - lg, c - lg)
     return out.word()
 
 
@@ -389,18 +398,19 @@ def maj(cs: ConstraintSystem, name: str, a: UInt32, b: UInt32, c: UInt32) -> UIn
             else:
                 out.copy(pos, var[0][0])
         elif len(var) == 2:
-            la, lb = (_lc_at(w, pos, k) for w, k in var)
-            if consts[0] == 0:  # a & b
-                m = out.new(pos)
-                cs.enforce(out.sub(), la, lb, m)
-            else:  # a | b = 1 - (1 - a)(1 - b)
-                t = out.new(pos, 1)
-                cs.enforce(out.sub(), 1 - la, 1 - lb, t)
+            m = out.new(pos, 0 if consts[0] == 0 else 1)
+            if cs.wants_constraints:
+                la, lb = (_lc_at(w, pos, k) for w, k in var)
+                if consts[0] == 0:  # a & b
+                    cs.enforce(out.sub(), la, lb, m)
+                else:  # a | b = 1 - (1 - a)(1 - b): m holds the negation
+                    cs.enforce(out.sub(), 1 - la, 1 - lb, m)
         else:
-            s = _lc_at(a, pos, key[0]) + _lc_at(b, pos, key[1]) + _lc_at(c, pos, key[2])
-            S = 3 - s * 2
             m = out.new(pos)
-            cs.enforce(out.sub(), m * 8 + S, S, S * 4 - 3)
+            if cs.wants_constraints:
+                s = _lc_at(a, pos, key[0]) + _lc_at(b, pos, key[1]) + _lc_at(c, pos, key[2])
+                S = 3 - s * 2
+                cs.enforce(out.sub(), m * 8 + S, S, S * 4 - 3)
     return out.word()
 
 
@@ -420,12 +430,6 @@ def add_many(cs: ConstraintSystem, name: str, words: Sequence[UInt32 | int]) -> 
         value = sum((np.asarray(v, dtype=np.uint64) for v in vals), np.uint64(0))
     if all(w.is_constant for w in ws):
         return UInt32.constant(sum(w.max_value() for w in ws))
-    terms: list[tuple[int, np.ndarray]] = []
-    const = 0
-    for w in ws:
-        t, k = w._pack_terms()
-        terms += t
-        const += k
     n_carry = (total_max >> 32).bit_length()
     n = 32 + n_carry
     shape = tuple(np.broadcast_shapes(*(w.shape for w in ws)))
@@ -435,6 +439,13 @@ def add_many(cs: ConstraintSystem, name: str, words: Sequence[UInt32 | int]) -> 
         vals_bits = ((v[..., None] >> np.arange(n, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
     bits = cs.alloc(name, vals_bits, (*shape, n))
     enforce_boolean(cs, name, bits)
-    cs.enforce(f"{name} sum", LC(terms) + const, cs.one, pack(bits))
+    if cs.wants_constraints:
+        terms: list[tuple[int, np.ndarray]] = []
+        const = 0
+        for w in ws:
+            t, k = w._pack_terms()
+            terms += t
+            const += k
+        cs.enforce(f"{name} sum", LC(terms) + const, cs.one, pack(bits))
     out_value = None if value is None else np.broadcast_to(value, shape).astype(np.uint32)  # mod 2^32
     return UInt32(np.ascontiguousarray(bits.codes[..., :32]), np.full(32, VAR, dtype=np.int8), out_value)
