@@ -2,7 +2,11 @@
 # One device session: install the carried wheels, build the kernels, run the GPU tests, benchmark.
 # Usage (through the device tool, carry [".whl", ".cache/cuda"]):
 #   bash cuzk/bench/device_run.sh MODES [extra args for cuzk.bench.gpu_kernels or cuzk.bench.gpu_prove]
-# MODES: a comma-separated list of tests, vectors, bench, prove, curves, or "all" (= tests,bench)
+# MODES: a comma-separated list of tests, vectors, bench, prove, curves, curves_short, synth, or "all"
+#   (= tests,bench)
+#   synth: the synthesis benchmarks of Python circuits on the host's cores (BENCHMARKS 6; no GPU)
+#   curves_short: the curves rows cut to fit ~4 minutes (G1 2^20..2^24, G2 2^20..2^22, NTT 2^20..2^24,
+#   a 2^22 dense proof per curve)
 #   curves: the kernel rows of both curves side by side (G1 2^20..2^26, G2 2^20..2^24, NTT 2^20..2^26,
 #   --plain) and a 2^22 dense proof on each curve plus BLS12-381 porep 2^26 (issue 16's device rows)
 # Kernels come from the carried cache (scripts/precompile_kernels.py builds it without a GPU); a missing
@@ -66,6 +70,21 @@ if has curves; then
     --json "$OUT/prove_bn254.json" 2>&1 | tee "$OUT/prove_bn254.txt" | tail -4
   timeout 240 python3 -m cuzk.bench.gpu_prove --curve bls12_381 --cases dense:22 porep:26 --cpu-cases --b-g2 gpu --reps 3 \
     --json "$OUT/prove_bls.json" 2>&1 | tee "$OUT/prove_bls.txt" | tail -6
+fi
+if has synth; then
+  timeout 150 python3 -m cuzk.bench.synth_suite --sizes 20 --repeat 3 --out "$OUT/synth" 2>&1 | tee "$OUT/synth.txt" | tail -3
+  timeout 200 python3 -m cuzk.bench.synth_suite --sizes 24 --kinds sha256 --repeat 2 --out "$OUT/synth" 2>&1 | tee "$OUT/synth24.txt" | tail -2
+  timeout 60 python3 -m cuzk.bench.synth_suite --sizes 20 --kinds sha256 --repeat 3 --threads 1 --out "$OUT/synth1" 2>&1 | tee "$OUT/synth_1thread.txt" | tail -2
+fi
+if has curves_short; then
+  for c in bls12_381 bn254; do
+    timeout 100 python3 -m cuzk.bench.gpu_kernels --curve $c --plain --g1 20 24 --g1-bits 24 24 --g2 20 22 --ntt 20 24 \
+      --cpu --upload --reps 5 --json "$OUT/kernels_$c.json" 2>&1 | tee "$OUT/kernels_$c.txt" | tail -5
+  done
+  for c in bn254 bls12_381; do
+    timeout 80 python3 -m cuzk.bench.gpu_prove --curve $c --cases dense:22 --cpu-cases --b-g2 gpu --reps 3 \
+      --json "$OUT/prove_$c.json" 2>&1 | tee "$OUT/prove_$c.txt" | tail -4
+  done
 fi
 if has prove; then
   python3 -m cuzk.bench.gpu_prove --json "$OUT/gpu_prove.json" "$@" 2>&1 | tee "$OUT/prove.txt"

@@ -1,0 +1,106 @@
+"""The synthesis benchmarks of BENCHMARKS.md section 6, each case in its own process (clean peak RSS):
+
+    python -m cuzk.bench.synth_suite [--sizes 20 24] [--switches] [--out DIR] [--repeat 3]
+
+Cases: a SHA-256-heavy circuit (binary SHA-256-254 Merkle paths: 2^20 = depth 11 x 3 challenges,
+2^24 = depth 30 x 18 challenges, the shape of a 32 GiB sector's data-tree paths) and a Poseidon-heavy one
+(arity-8 Poseidon Merkle paths of depth 10: 2^20 = 256 challenges, 2^22 = 1024, 2^24 = 4096). With
+``--switches``, each synthesis switch measured alone against the default on the same circuit: the
+recording's LC storage (flat arrays vs a dict per row, recording time and peak memory, at 2^18) and the
+witness buffers (pre-sized vs growing, witness time, at 2^20). Prints one table; ``--out`` keeps each
+case's JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+MERKLE = "cuzk.circuit.examples:MerkleInclusion"
+CASES = {
+    ("sha256", 18): {"depth": 4, "challenges": 2, "hash": "sha256"},
+    ("sha256", 20): {"depth": 11, "challenges": 3, "hash": "sha256"},
+    ("sha256", 22): {"depth": 30, "challenges": 5, "hash": "sha256"},
+    ("sha256", 24): {"depth": 30, "challenges": 18, "hash": "sha256"},
+    ("poseidon", 18): {"depth": 10, "challenges": 64},
+    ("poseidon", 20): {"depth": 10, "challenges": 256},
+    ("poseidon", 22): {"depth": 10, "challenges": 1024},
+    ("poseidon", 24): {"depth": 10, "challenges": 4096},
+}
+
+
+def one(kind: str, log: int, repeat: int, out: Path, env: dict[str, str], extra: list[str], tag: str) -> dict:
+    path = out / f"{kind}-2^{log}-{tag}.json"
+    cmd = [sys.executable, "-m", "cuzk.bench.main", "synth", MERKLE, "--circuit-params", json.dumps(CASES[kind, log])]
+    cmd += ["--repeat", str(repeat), "-q", "--json", str(path), *extra]
+    r = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip().splitlines() or ["killed"])[-1], "rc": r.returncode}
+    return json.loads(path.read_text())
+
+
+def row(kind: str, log: int, tag: str, r: dict) -> str:
+    if "error" in r:
+        return f"| {kind} | 2^{log} | {tag} | failed: {r['error']} (rc {r['rc']}) |||||||"
+    w, m = r["witness_ms"], r["matvec_ms"]
+    return (
+        f"| {kind} | 2^{log} | {tag} | {r['constraints']:,} | {r['recording']['ms'] / 1e3:.1f} | "
+        f"{w['median']:.0f} ± {w['spread'] / 2:.0f} | {m['median']:.0f} ± {m['spread'] / 2:.0f} | "
+        f"{r['constraints_per_s_per_core'] / 1e6:.3f} | {r['peak_rss_mib'] / 1024:.1f} | {r['peak_python_alloc_mib']:.0f} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[20], help="log2 sizes of the two circuits (18 20 22 24)")
+    ap.add_argument("--kinds", nargs="+", default=["sha256", "poseidon"])
+    ap.add_argument("--switches", action="store_true", help="also measure each synthesis switch alone")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", help="folder for the JSON of each case")
+    ap.add_argument("--threads", type=int, help="numba threads of each case (default: all cores)")
+    a = ap.parse_args(argv)
+    out = Path(a.out or tempfile.mkdtemp(prefix="cuzk-synth-"))
+    out.mkdir(parents=True, exist_ok=True)
+    cache = tempfile.mkdtemp(prefix="cuzk-synth-cache-")
+    env = dict(os.environ, CUZK_CACHE_DIR=cache)
+    threads = ["--threads", str(a.threads)] if a.threads else []
+    lines = [
+        "| circuit | size | run | constraints | recording s | witness ms | mat-vec ms | M constraints/s/core | peak RSS GiB | peak Python MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for log in a.sizes:
+        for kind in a.kinds:
+            if (kind, log) in CASES:
+                lines.append(row(kind, log, "default", one(kind, log, a.repeat, out, env, ["--record", *threads], "default")))
+                print(lines[-1], flush=True)
+    if a.switches:
+        for kind in a.kinds:
+            for storage in ("arrays", "dicts"):
+                r = one(
+                    kind, 18, 1, out, env, ["--record", "--lc-storage", storage, "--no-trace", *threads], f"lc_storage={storage}"
+                )
+                lines.append(row(kind, 18, f"lc_storage={storage}", r))
+                print(lines[-1], flush=True)
+            for buf in ("presized", "growing"):
+                r = one(
+                    kind,
+                    20,
+                    max(a.repeat, 5),
+                    out,
+                    env,
+                    ["--witness-buffer", buf, "--no-trace", *threads],
+                    f"witness_buffer={buf}",
+                )
+                lines.append(row(kind, 20, f"witness_buffer={buf}", r))
+                print(lines[-1], flush=True)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
