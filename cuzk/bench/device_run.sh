@@ -71,20 +71,19 @@ if has curves; then
   timeout 240 python3 -m cuzk.bench.gpu_prove --curve bls12_381 --cases dense:22 porep:26 --cpu-cases --b-g2 gpu --reps 3 \
     --json "$OUT/prove_bls.json" 2>&1 | tee "$OUT/prove_bls.txt" | tail -6
 fi
-if has synth; then
-  timeout 150 python3 -m cuzk.bench.synth_suite --sizes 20 --repeat 3 --out "$OUT/synth" 2>&1 | tee "$OUT/synth.txt" | tail -3
-  timeout 200 python3 -m cuzk.bench.synth_suite --sizes 24 --kinds sha256 --repeat 2 --out "$OUT/synth" 2>&1 | tee "$OUT/synth24.txt" | tail -2
-  timeout 60 python3 -m cuzk.bench.synth_suite --sizes 20 --kinds sha256 --repeat 3 --threads 1 --out "$OUT/synth1" 2>&1 | tee "$OUT/synth_1thread.txt" | tail -2
-fi
 if has curves_short; then
   for c in bls12_381 bn254; do
-    timeout 100 python3 -m cuzk.bench.gpu_kernels --curve $c --plain --g1 20 24 --g1-bits 24 24 --g2 20 22 --ntt 20 24 \
+    timeout 75 python3 -m cuzk.bench.gpu_kernels --curve $c --plain --g1 20 24 --g1-bits 24 24 --g2 20 22 --ntt 20 24 \
       --cpu --upload --reps 5 --json "$OUT/kernels_$c.json" 2>&1 | tee "$OUT/kernels_$c.txt" | tail -5
   done
   for c in bn254 bls12_381; do
-    timeout 80 python3 -m cuzk.bench.gpu_prove --curve $c --cases dense:22 --cpu-cases --b-g2 gpu --reps 3 \
+    timeout 55 python3 -m cuzk.bench.gpu_prove --curve $c --cases dense:22 --cpu-cases --b-g2 gpu --reps 3 \
       --json "$OUT/prove_$c.json" 2>&1 | tee "$OUT/prove_$c.txt" | tail -4
   done
+fi
+if has synth; then
+  timeout 90 python3 -m cuzk.bench.synth_suite --sizes 20 --repeat 2 --out "$OUT/synth" 2>&1 | tee "$OUT/synth.txt" | tail -3
+  timeout 130 python3 -m cuzk.bench.synth_suite --sizes 24 --kinds sha256 --repeat 1 --out "$OUT/synth" 2>&1 | tee "$OUT/synth24.txt" | tail -2
 fi
 if has prove; then
   python3 -m cuzk.bench.gpu_prove --json "$OUT/gpu_prove.json" "$@" 2>&1 | tee "$OUT/prove.txt"
