@@ -4,7 +4,7 @@ Message bits are in bellman's order: bytes in order, each byte's most significan
 message is bit 7 - j % 8 of byte j // 8). Padding is added inside the gadget as constant bits (free);
 the IV and the round constants are constants, so the first rounds of the first block fold constants.
 
-Cost (BLS12-381 or BN254 alike): 32 + ... see :mod:`.uint32`: per message-schedule word
+Cost (per instance; the per-bit costs are in :mod:`.uint32`): per message-schedule word
 sigma0 + sigma1 (32 + 32) + a 4-word sum (35) = 99, per round Sigma1, Ch, Sigma0, Maj (32 each) and two
 sums (36 each) = 200, the final state sums 8 x 34; one block with a variable state: 17,824 constraints
 (bellman's gadget: ~27k); the first block (constant IV) a little less. Witness values are computed
