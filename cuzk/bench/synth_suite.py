@@ -35,7 +35,7 @@ CASES = {
 
 
 def one(kind: str, log: int, repeat: int, out: Path, env: dict[str, str], extra: list[str], tag: str) -> dict:
-    path = out / f"{kind}-2^{log}-{tag}.json"
+    path = out / f"{kind}-log{log}-{tag.replace('=', '-')}.json"
     cmd = [sys.executable, "-m", "cuzk.bench.main", "synth", MERKLE, "--circuit-params", json.dumps(CASES[kind, log])]
     cmd += ["--repeat", str(repeat), "-q", "--json", str(path), *extra]
     r = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True)
