@@ -421,3 +421,35 @@ def test_bench_synth_reports(tmp_path, monkeypatch, capsys):
         == 0
     )
     assert "loaded from the cache" in capsys.readouterr().out
+
+
+def test_daemon_python_witness_processes(tmp_path, monkeypatch):
+    """synthesis.python_processes: the witnesses come from worker processes, and equal the in-thread ones."""
+    from test_daemon import daemon
+
+    from cuzk.circuit import examples
+    from cuzk.groth16 import setup, zkey
+
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path / "cache"))
+    circuit = examples.MerkleInclusion(depth=2, challenges=2)
+    pk = setup.setup(record(circuit).pce, quiet=True)
+    zk = tmp_path / "merkle.zkey"
+    zkey.write_zkey(zk, pk)
+    params = {"depth": 2, "challenges": 2}
+    inputs = [circuit.sample_inputs(s) for s in range(3)]
+    with daemon(**{"synthesis.python_processes": 2}) as (d, c):
+        c.register("merkle", python=MERKLE, python_params=params, zkey=str(zk))
+        results = [c.prove("merkle", inputs=x) for x in inputs]
+        pool = d.engine.circuit("merkle")._pool
+        assert pool is not None and pool.processes == 2  # the witnesses were made by the pool
+    for x, res in zip(inputs, results, strict=True):
+        want = [int(x["root"])] + [ch["index"] for ch in x["challenges"]]
+        assert res.public[0] == want
+        assert verifier.verify(pk.vk, want, formats.Proof.from_bytes(res.proofs[0], BLS))
+    bad = json.loads(json.dumps(inputs[0]))
+    bad["challenges"][0]["leaf"] = "7"
+    # a wrong leaf: the engine's constraint check (always on the CPU backend) names the root check
+    with daemon(**{"synthesis.python_processes": 1}) as (d, c):
+        c.register("merkle", python=MERKLE, python_params=params, zkey=str(zk))
+        res = c.prove("merkle", inputs=bad, check=False)
+        assert res.status == "FAILED" and "(root [instance 0])" in res.error, res.error

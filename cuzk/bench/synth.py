@@ -45,6 +45,7 @@ def run(
     rerecord: bool = False,
     trace: bool = True,
     progress: bool = True,
+    procs: int = 0,
 ) -> dict[str, Any]:
     """One benchmark; returns the figures (ms, MiB, constraints/s)."""
     import numba
@@ -60,7 +61,7 @@ def run(
     if progress and sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=2 + 2 * repeat + trace, desc="record", unit="step", leave=False, file=sys.stderr)
+        bar = tqdm(total=2 + 2 * repeat + trace + (procs > 1), desc="record", unit="step", leave=False, file=sys.stderr)
 
     def step(name: str) -> None:
         if bar is not None:
@@ -97,6 +98,29 @@ def run(
     bad = rec.pce.unsatisfied(w)
     if bad.size:
         raise CuzkError(f"{spec}: the witness violates {bad.size} constraints (first: {int(bad[0])}); the benchmark is void")
+    par = None
+    if procs > 1:
+        from ..circuit.circuit import WitnessPool
+
+        step("parallel witnesses")
+        pool = WitnessPool(CircuitSpec.parse(spec, params), procs)
+        try:
+            for f in [pool.submit(inputs) for _ in range(procs)]:  # warm-up: spawn, import, compile
+                f.result()
+            t = time.perf_counter()
+            for f in [pool.submit(inputs) for _ in range(procs * repeat)]:
+                f.result()
+            wall = time.perf_counter() - t
+        finally:
+            pool.close()
+        rate = n * procs * repeat / wall
+        par = {
+            "processes": procs,
+            "witnesses": procs * repeat,
+            "wall_ms": wall * 1e3,
+            "constraints_per_s": rate,
+            "per_process": rate / procs,
+        }
     peak_py = 0.0
     if trace:
         step("traced witness")
@@ -123,6 +147,7 @@ def run(
         "constraints_per_s_per_core": n / total_s / cores,
         "peak_rss_mib": _peak_rss_mib(),
         "peak_python_alloc_mib": peak_py,
+        "parallel_witness": par,
     }
 
 
@@ -139,6 +164,12 @@ def print_report(r: dict[str, Any]) -> None:
         f"throughput     {r['constraints_per_s'] / 1e6:.3f} M constraints/s on {r['threads']} threads = "
         f"{r['constraints_per_s_per_core'] / 1e6:.3f} M/s per core (target 0.4)"
     )
+    par = r.get("parallel_witness")
+    if par:
+        print(
+            f"processes      {par['processes']} witness processes: {par['constraints_per_s'] / 1e6:.3f} M constraints/s "
+            f"({par['per_process'] / 1e6:.3f} per process; witness only, {par['witnesses']} witnesses in {par['wall_ms']:.0f} ms)"
+        )
     print(
         f"memory         peak RSS {r['peak_rss_mib']:.0f} MiB; peak Python allocations in one witness {r['peak_python_alloc_mib']:.0f} MiB"
     )
@@ -151,7 +182,18 @@ def cmd_synth(a) -> int:
             os.environ["CUZK_LC_STORAGE"] = a.lc_storage
         if a.witness_buffer:
             os.environ["CUZK_WITNESS_BUFFER"] = a.witness_buffer
-        r = run(a.circuit, a.circuit_params, a.inputs, a.seed, max(1, a.repeat), a.threads, a.record, not a.no_trace, not a.quiet)
+        r = run(
+            a.circuit,
+            a.circuit_params,
+            a.inputs,
+            a.seed,
+            max(1, a.repeat),
+            a.threads,
+            a.record,
+            not a.no_trace,
+            not a.quiet,
+            a.procs,
+        )
     finally:
         for k, v in saved.items():
             if v is None:
@@ -177,6 +219,9 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--lc-storage", choices=["arrays", "dicts"], help="synthesis switch: how recording holds LCs")
     s.add_argument("--witness-buffer", choices=["presized", "growing"], help="synthesis switch: witness buffers")
     s.add_argument("--no-trace", action="store_true", help="skip the traced run (peak Python allocations)")
+    s.add_argument(
+        "--procs", type=int, default=0, help="also time N witnesses at once in N worker processes (synthesis.python_processes)"
+    )
     s.add_argument("--json", help="also write the figures here")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     s.set_defaults(fn=cmd_synth)

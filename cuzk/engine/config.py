@@ -131,6 +131,14 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
     ),
     (
         "synthesis",
+        "python_processes",
+        0,
+        "int",
+        "Python circuits: worker processes per circuit computing witnesses (a Python witness holds the GIL, so "
+        "the synthesis threads alone use one core for them); 0 = in the synthesis threads",
+    ),
+    (
+        "synthesis",
         "check_constraints",
         "auto",
         "str",

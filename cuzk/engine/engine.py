@@ -187,6 +187,8 @@ class Engine:
         log.info("event=engine_stopped drained=%s in_flight_left=%d jobs_left_journaled=%d", clean, self.in_flight(), len(left))
         for j in left:
             j.done.set()  # wake awaiters; they answer UNAVAILABLE
+        for c in list(self.circuits.values()):
+            c.close()  # Python circuits' witness processes
         if clean:
             self.journal.close()
             self.timeline.close()
@@ -195,7 +197,7 @@ class Engine:
     # -- circuits -----------------------------------------------------------------------------------
     def _register(self, cc: CircuitConfig, source: str) -> Circuit:
         """At start-up: circuits of the config file and those registered by RPC before (from the journal)."""
-        c = Circuit(cc, source, calculators=self.config.synthesis.partition_workers)
+        c = Circuit(cc, source, self.config.synthesis.partition_workers, self.config.synthesis.python_processes)
         self._install(c)
         return c
 
@@ -243,7 +245,7 @@ class Engine:
             old = self.circuits.get(cc.id)
             if old is not None and self._check_replace(old, cc, replace):
                 return old, True
-        c = Circuit(cc, "rpc", calculators=self.config.synthesis.partition_workers)  # reads / compiles: unlocked
+        c = Circuit(cc, "rpc", self.config.synthesis.partition_workers, self.config.synthesis.python_processes)  # unlocked
         # check and replace at once, with submissions held off: no job can be accepted for the old definition
         # after the check (it would be proved with the new key)
         with self._submit_lock:
@@ -253,6 +255,8 @@ class Engine:
                     return old, True
                 self._install(c)
             self.journal.save_circuit(c.id, cc.as_dict())
+        if old is not None:
+            old.close()
         return c, False
 
     def circuit(self, cid: str) -> Circuit:

@@ -27,6 +27,7 @@ from .errors import InvalidArgument
 
 if TYPE_CHECKING:
     from ..circuit.circuit import Circuit as PyCircuit
+    from ..circuit.circuit import WitnessPool
     from ..circuit.cs import Layout
 
 log = logging.getLogger("cuzk.engine")
@@ -42,7 +43,7 @@ def _exists(path: str, what: str, where: str) -> None:
 class Circuit:
     """A registered circuit: its R1CS, its key's header facts, its witness calculators."""
 
-    def __init__(self, spec: CircuitConfig, source: str = "config", calculators: int = 2) -> None:
+    def __init__(self, spec: CircuitConfig, source: str = "config", calculators: int = 2, python_processes: int = 0) -> None:
         self.spec = spec
         self.id = spec.id
         self.source = source
@@ -51,6 +52,9 @@ class Circuit:
             _exists(getattr(spec, k), k, where)
         self.python: PyCircuit | None = None
         self.layout: Layout | None = None
+        self._python_processes = python_processes
+        self._pool: WitnessPool | None = None
+        self._pool_lock = threading.Lock()
         self._partitions = max(1, spec.partitions)
         if spec.python:
             self._record_python(where)
@@ -224,12 +228,35 @@ class Circuit:
             )
         return parts
 
+    def _witness_pool(self) -> WitnessPool:
+        with self._pool_lock:
+            if self._pool is None:
+                from ..circuit.circuit import CircuitSpec, WitnessPool
+
+                spec = CircuitSpec.parse(self.spec.python, self.spec.python_params)
+                self._pool = WitnessPool(spec, self._python_processes)
+            return self._pool
+
+    def close(self) -> None:
+        """Stop the circuit's witness processes (engine shutdown, or the circuit redefined)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
     def _python_witness(self, inputs: Any) -> np.ndarray:
+        from concurrent.futures.process import BrokenProcessPool
+
         from ..circuit.circuit import witness
 
         assert self.python is not None
         try:
+            if self._python_processes > 0:
+                return self._witness_pool().witness(inputs)
             return witness(self.python, inputs, self.layout)
+        except BrokenProcessPool:  # a worker died (killed, out of memory): not the request's fault
+            self.close()  # a fresh pool for the next job
+            raise OSError(f"circuit {self.id!r}: a witness worker process died") from None
         except CuzkError as e:
             raise InvalidArgument(str(e)) from None
         except Exception as e:  # the circuit's code failed on these inputs: the request's failure
