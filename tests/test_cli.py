@@ -196,3 +196,29 @@ def test_demo_runs(curve, proof_bytes):
     out = cuzk("demo", "--domain", "8", "--curve", curve)
     assert out.returncode == 0, out.stderr
     assert "verify: OK" in out.stdout and "msm" in out.stdout and f"proof ({proof_bytes} bytes)" in out.stdout
+
+
+def test_info_reads_bellperson_params(tmp_path):
+    """`cuzk info` on .params / .vk: the vector lengths from the headers, checked against the file size."""
+    from cuzk.engine.devcircuit import make_dev_circuit
+    from cuzk.groth16.params import read_params
+    from cuzk.r1cs.r1cs import read_r1cs
+
+    dc = make_dev_circuit(tmp_path / "c", "chain", 8, style="bellperson")
+    pk = read_params(dc.key, read_r1cs(dc.r1cs).pce)
+    out = cuzk("info", dc.key)
+    assert out.returncode == 0, out.stderr
+    assert "bellperson Groth16 parameters (BLS12-381)" in out.stdout
+    assert f"public inputs           {len(pk.vk.ic) - 1}" in out.stdout
+    assert f"domain                  {pk.domain_size} (h has {pk.domain_size - 1} points)" in out.stdout
+    assert f"{pk.count('a')} / {pk.count('b1')} / {pk.count('b2')}" in out.stdout
+    vk = tmp_path / "c" / "circuit.vk"
+    from cuzk.groth16.params import write_vk
+
+    write_vk(vk, pk.vk)
+    out = cuzk("info", vk)
+    assert out.returncode == 0 and "bellperson verifying key" in out.stdout
+    cut = tmp_path / "cut.params"
+    cut.write_bytes(open(dc.key, "rb").read()[:-10])
+    out = cuzk("info", cut)
+    assert out.returncode == 2 and "truncated in b2" in out.stderr and len(out.stderr.strip().splitlines()) == 1

@@ -377,7 +377,29 @@ def cmd_info(a) -> int:
         wit = read_witness(a.file)
         _print_kv([("file", a.file), ("kind", f"circom witness ({wit.curve})"), ("values", wit.values.shape[0])])
     else:
-        raise CuzkError(f"{a.file}: unrecognised file (magic {magic!r}); expected .r1cs, .zkey or .wtns")
+        from ..groth16.params import params_layout
+        from ..r1cs.binfile import FormatError
+
+        try:
+            lay = params_layout(a.file)
+        except FormatError as e:
+            raise CuzkError(
+                f"{a.file}: unrecognised file (magic {magic!r}); expected .r1cs, .zkey, .wtns, or bellperson .params / .vk ({e})"
+            ) from None
+        if lay.get("vk_only"):
+            _print_kv([("file", a.file), ("kind", "bellperson verifying key (BLS12-381)"), ("public inputs", lay["ic"] - 1)])
+        else:
+            _print_kv(
+                [
+                    ("file", a.file),
+                    ("kind", "bellperson Groth16 parameters (BLS12-381)"),
+                    ("public inputs", lay["ic"] - 1),
+                    ("private wires (l)", lay["l"]),
+                    ("domain", f"{lay['h'] + 1} (h has {lay['h']} points)"),
+                    ("points a / b_g1 / b_g2", f"{lay['a']} / {lay['b1']} / {lay['b2']}"),
+                    ("file bytes", lay["bytes"]),
+                ]
+            )
     return EXIT_OK
 
 

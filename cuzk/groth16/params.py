@@ -101,6 +101,28 @@ def read_vk(path: str | os.PathLike[str]) -> VerifyingKey:
     return vk
 
 
+def params_layout(path: str | os.PathLike[str]) -> dict[str, int]:
+    """The vector lengths of a ``.params`` file (or a ``.vk``: ic only) and its verifying key checked on the
+    curve, without reading the vectors' points (a 32 GiB PoRep's parameters are ~50 GB: the file is
+    mapped, only the counts are touched). FormatError when the counts do not add up to the file."""
+    cur = _Cursor(_map(path), os.fspath(path))
+    _read_vk(cur)
+    out = {"ic": 0, "h": 0, "l": 0, "a": 0, "b1": 0, "b2": 0, "bytes": len(cur.data)}
+    cur.pos = _VK_BYTES
+    out["ic"] = cur.count("ic")
+    cur.take(96 * out["ic"], "ic")
+    if cur.pos == len(cur.data):
+        out["vk_only"] = 1
+        return out
+    for name, group in _VECTORS[1:]:
+        n = cur.count(name)
+        cur.take(n * (96 if group == 1 else 192), name)
+        out[name] = n
+    if cur.pos != len(cur.data):
+        raise FormatError(f"{path}: {len(cur.data) - cur.pos} trailing bytes after the b_g2 vector")
+    return out
+
+
 def read_params(path: str | os.PathLike[str], pce: PCE) -> ProvingKey:
     """Parameters for the circuit ``pce``; every vector length is checked against the circuit."""
     path = os.fspath(path)
