@@ -668,3 +668,48 @@ def test_a_start_up_error_leaves_nothing_running(tmp_path):
                 shutil.rmtree(tmp, ignore_errors=True)
     finally:
         busy.close()
+
+
+def test_submit_stream_large_inputs(dev, monkeypatch):
+    """Inputs above one message go through SubmitProofStream (the client switches by itself) and are
+    journaled as files; malformed streams are refused with one line naming what was wrong."""
+    import grpc
+
+    from cuzk.engine.journal import Journal
+    from cuzk.server import protogen
+
+    pb = protogen.load()[0]
+    monkeypatch.setattr(Client, "STREAM_ABOVE", 0)
+    monkeypatch.setattr(Client, "CHUNK", 1000)
+    monkeypatch.setattr(Journal, "SPILL_BYTES", 2000)
+    h8 = dev["h8"]
+    with daemon(**{"daemon.max_request_bytes": "1MiB"}) as (d, c):
+        c.register("h8", h8.r1cs, zkey=h8.key)
+        w = h8.witness(11)
+        assert len(w) > 2000  # streamed in chunks of 1000 and spilled to a file
+        res = c.prove("h8", witness=w)
+        check_proof(vk_of(h8), res)
+        sub = c.submit("h8", partitions=[w], request_id="stream-1")
+        assert c.await_proof(sub.job_id).status == "COMPLETED"
+
+        def call(chunks):
+            try:
+                c.stub.SubmitProofStream(iter(chunks))
+            except grpc.RpcError as e:
+                return e.code().name, e.details()
+            return "OK", ""
+
+        hdr = pb.SubmitProofRequest(circuit_id="h8")
+        size = [pb.StreamedPartition(size=len(w))]
+        assert call([pb.SubmitProofChunk(data=w)]) == (
+            "INVALID_ARGUMENT",
+            "header: the first chunk must carry the request (SubmitProofRequest) and the sizes",
+        )
+        code, msg = call([pb.SubmitProofChunk(header=hdr, sizes=size, data=w[:100])])
+        assert code == "INVALID_ARGUMENT" and msg == f"data: 100 bytes arrived, the sizes declare {len(w)}"
+        code, msg = call([pb.SubmitProofChunk(header=hdr, sizes=size, data=w), pb.SubmitProofChunk(data=b"x")])
+        assert code == "INVALID_ARGUMENT" and "more bytes than" in msg
+        code, msg = call([pb.SubmitProofChunk(header=hdr, sizes=[pb.StreamedPartition(size=1 << 40)])])
+        assert code == "RESOURCE_EXHAUSTED" and "daemon.max_request_bytes" in msg
+        code, msg = call([pb.SubmitProofChunk(header=hdr, sizes=[])])
+        assert code == "INVALID_ARGUMENT" and msg.startswith("sizes:")

@@ -823,3 +823,37 @@ def test_warm_file_records_the_curve_and_reads_pre_curve_files(tmp_path):
     (tmp_path / "old.srs").write_bytes(data[:8] + struct.pack("<Q", n) + new + data[16 + n :])
     wpk, _ = srsmod.map_warm(tmp_path / "old.srs")
     assert wpk.curve == curves.get("bls12_381")
+
+
+def test_journal_spills_large_payloads_to_files(tmp_path, monkeypatch):
+    """Payloads above SPILL_BYTES live in files beside the journal: read back, removed with their job,
+    and a missing file is a clear error (the job fails; the journal stays usable)."""
+    monkeypatch.setattr(Journal, "SPILL_BYTES", 1000)
+    j = Journal(tmp_path / "j.sqlite")
+    big, small = bytes(range(256)) * 20, b'{"a": 1}'
+    j.insert_job("job-1", None, "h1", "c", 2, [("wtns", big), ("inputs", small)], time.time())
+    files = sorted(p.name for p in j.spill_dir.iterdir())
+    assert files == ["job-1.0"] and oct(j.spill_dir.stat().st_mode & 0o777) == "0o700"
+    assert j.payloads("job-1") == [("wtns", big), ("inputs", small)]
+    j.insert_job("job-2", None, "h2", "c", 2, [("wtns", big)], time.time())
+    (j.spill_dir / "job-2.0").unlink()
+    with pytest.raises(CuzkError, match="payload file .*job-2.0"):
+        j.payloads("job-2")
+    j.finish("job-1", "completed", time.time(), result="{}")
+    assert j.purge_payloads() == 2
+    assert not (j.spill_dir / "job-1.0").exists()
+    j.close()
+    # a journal from before payload files: the column is added on open
+    import sqlite3
+
+    old = tmp_path / "old.sqlite"
+    db = sqlite3.connect(old)
+    db.executescript(
+        "CREATE TABLE payloads (job_id TEXT NOT NULL, part INTEGER NOT NULL, kind TEXT NOT NULL, data BLOB NOT NULL,"
+        " PRIMARY KEY (job_id, part));"
+    )
+    db.close()
+    j2 = Journal(old)
+    j2.insert_job("job-3", None, "h3", "c", 2, [("wtns", big)], time.time())
+    assert j2.payloads("job-3") == [("wtns", big)]
+    j2.close()

@@ -56,6 +56,13 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
     ),
     ("daemon", "http_allow_remote", False, "bool", "allow http_listen on a non-loopback address"),
     ("daemon", "max_message_bytes", "128MiB", "size", "gRPC max message size, both directions"),
+    (
+        "daemon",
+        "max_request_bytes",
+        "16GiB",
+        "size",
+        "largest request (all partitions' inputs) accepted through SubmitProofStream, in chunks of at most max_message_bytes",
+    ),
     ("daemon", "grpc_threads", 64, "int", "gRPC server threads (each AwaitProof / Prove in progress holds one)"),
     (
         "daemon",

@@ -438,8 +438,8 @@ class Engine:
                     jid, JobState.FAILED.value, time.time(), error=f"circuit {row['circuit_id']!r} is no longer registered"
                 )
                 continue
-            payloads = self.journal.payloads(jid)
             try:
+                payloads = self.journal.payloads(jid)  # a payload file gone: this job fails, the rest run
                 parts = [self._parse_part(c, i, k, d, f"partitions[{i}]") for i, (k, d) in enumerate(payloads)]
                 if len(parts) != c.partitions:
                     raise InvalidArgument(f"{len(parts)} partitions journaled, circuit has {c.partitions}")

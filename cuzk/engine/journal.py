@@ -6,7 +6,9 @@ Tables
             timings) or the error.
   payloads  the request's partition inputs (witness bytes or inputs JSON), written in the same
             transaction as the job row (so a restart can re-run it) and deleted soon after the job
-            finished (by the housekeeping thread, off the critical path).
+            finished (by the housekeeping thread, off the critical path). Inputs above 64 MiB are
+            files in ``<journal>.payloads/`` (fsync'd before the row that names them), the row keeps
+            the name: SQLite refuses values over 1 GB.
   events    an append-only log of state changes (accepted, started, recovered, completed, failed,
             cancelled): an audit trail that also lets tests check "completed exactly once".
   circuits  circuits registered through the RegisterCircuit RPC (config circuits come from the file).
@@ -19,12 +21,15 @@ killed process). Finished jobs are deleted ``retention`` seconds after they fini
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from .. import CuzkError
 
 T = TypeVar("T")
 Row = dict[str, Any]  # a jobs row by column name
@@ -84,6 +89,12 @@ class Journal:
             self._db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
             self._db.execute("PRAGMA foreign_keys=OFF")
             self._db.executescript(_SCHEMA)
+            cols = {r[1] for r in self._db.execute("PRAGMA table_info(payloads)").fetchall()}
+            if "file" not in cols:  # a journal written before payload files existed
+                self._db.execute("ALTER TABLE payloads ADD COLUMN file TEXT")
+        # payloads above SPILL_BYTES live in files beside the journal (SQLite refuses values over 1 GB,
+        # and a 130M-constraint witness is 4.2 GB); the row keeps their kind and file name
+        self.spill_dir = self.path.parent / (self.path.name + ".payloads")
 
     def close(self) -> None:
         with self._lock:
@@ -115,6 +126,8 @@ class Journal:
         payloads: list[tuple[str, bytes]],
         submitted_at: float,
     ) -> None:
+        files = self._spill(job_id, payloads)  # written and fsync'd before the row that names them
+
         def fn(db: sqlite3.Connection) -> None:
             db.execute(
                 "INSERT INTO jobs (job_id, request_id, request_hash, circuit_id, priority, n_partitions, state, submitted_at)"
@@ -122,12 +135,48 @@ class Journal:
                 (job_id, request_id or None, request_hash, circuit_id, priority, len(payloads), submitted_at),
             )
             db.executemany(
-                "INSERT INTO payloads (job_id, part, kind, data) VALUES (?, ?, ?, ?)",
-                [(job_id, i, k, sqlite3.Binary(d)) for i, (k, d) in enumerate(payloads)],
+                "INSERT INTO payloads (job_id, part, kind, data, file) VALUES (?, ?, ?, ?, ?)",
+                [(job_id, i, k, sqlite3.Binary(b"" if files[i] else d), files[i]) for i, (k, d) in enumerate(payloads)],
             )
             db.execute("INSERT INTO events (job_id, event, at) VALUES (?, 'accepted', ?)", (job_id, submitted_at))
 
-        self._tx(fn)
+        try:
+            self._tx(fn)
+        except BaseException:
+            self._unlink([f for f in files if f])
+            raise
+
+    SPILL_BYTES = 64 << 20
+
+    def _spill(self, job_id: str, payloads: list[tuple[str, bytes]]) -> list[str | None]:
+        out: list[str | None] = []
+        for i, (_k, d) in enumerate(payloads):
+            if len(d) <= self.SPILL_BYTES:
+                out.append(None)
+                continue
+            self.spill_dir.mkdir(mode=0o700, exist_ok=True)
+            name = f"{job_id}.{i}"
+            tmp = self.spill_dir / (name + ".tmp")
+            with open(tmp, "wb") as fh:
+                fh.write(d)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.spill_dir / name)
+            out.append(name)
+        if any(out):
+            fd = os.open(self.spill_dir, os.O_RDONLY)
+            try:
+                os.fsync(fd)  # the names, durable before the row that points at them
+            finally:
+                os.close(fd)
+        return out
+
+    def _unlink(self, names: list[str]) -> None:
+        for n in names:
+            try:
+                os.unlink(self.spill_dir / n)
+            except FileNotFoundError:
+                pass
 
     def by_request(self, request_id: str) -> Row | None:
         with self._lock:
@@ -140,9 +189,19 @@ class Journal:
             return _row(cur)
 
     def payloads(self, job_id: str) -> list[tuple[str, bytes]]:
+        """A job's partition inputs; a payload file that is missing or unreadable raises CuzkError."""
         with self._lock:
-            rows = self._db.execute("SELECT kind, data FROM payloads WHERE job_id = ? ORDER BY part", (job_id,)).fetchall()
-        return [(k, bytes(d)) for k, d in rows]
+            rows = self._db.execute("SELECT kind, data, file FROM payloads WHERE job_id = ? ORDER BY part", (job_id,)).fetchall()
+        out = []
+        for k, d, f in rows:
+            data = bytes(d)
+            if f:
+                try:
+                    data = (self.spill_dir / f).read_bytes()
+                except OSError as e:
+                    raise CuzkError(f"payload file {self.spill_dir / f}: {e.strerror}") from None
+            out.append((k, data))
+        return out
 
     def mark_started(self, job_id: str, at: float) -> None:
         def fn(db: sqlite3.Connection) -> None:
@@ -211,23 +270,32 @@ class Journal:
                 marks = ",".join("?" * len(chunk))
                 db.execute(f"DELETE FROM jobs WHERE job_id IN ({marks})", chunk)
                 db.execute(f"DELETE FROM events WHERE job_id IN ({marks})", chunk)
+                files.extend(
+                    r[0] for r in db.execute(f"SELECT file FROM payloads WHERE file IS NOT NULL AND job_id IN ({marks})", chunk)
+                )
                 db.execute(f"DELETE FROM payloads WHERE job_id IN ({marks})", chunk)
             return len(ids)
 
-        return self._tx(fn)
+        files: list[str] = []
+        n = self._tx(fn)
+        self._unlink(files)  # after the commit: a crash in between leaves a file, never a row without one
+        return n
 
     def purge_payloads(self) -> int:
         """Delete the payloads of finished jobs (they are never needed again). Driven by the payloads table,
         which holds only unfinished and just-finished jobs (each looked up by its unique job_id), not by
         the jobs table, which holds every finished job of the retention period."""
 
-        def fn(db: sqlite3.Connection) -> int:
-            return db.execute(
-                "DELETE FROM payloads WHERE (SELECT state FROM jobs WHERE jobs.job_id = payloads.job_id)"
-                " IN ('completed','failed','cancelled')"
-            ).rowcount
+        done = "(SELECT state FROM jobs WHERE jobs.job_id = payloads.job_id) IN ('completed','failed','cancelled')"
 
-        return self._tx(fn)
+        def fn(db: sqlite3.Connection) -> int:
+            files.extend(r[0] for r in db.execute(f"SELECT file FROM payloads WHERE file IS NOT NULL AND {done}"))
+            return int(db.execute(f"DELETE FROM payloads WHERE {done}").rowcount)
+
+        files: list[str] = []
+        n = self._tx(fn)
+        self._unlink(files)
+        return n
 
     # -- circuits ---------------------------------------------------------------------------------
     def save_circuit(self, cid: str, spec: dict[str, Any]) -> None:

@@ -192,11 +192,39 @@ class Client:
             req.inputs_json = inputs if isinstance(inputs, str) else json.dumps(inputs)
         return req
 
+    STREAM_ABOVE = 64 << 20  # requests above this go through SubmitProofStream (the daemon's default limit is 128 MiB)
+    CHUNK = 16 << 20
+
     def submit(
         self, circuit_id: str, witness: bytes | None = None, inputs=None, partitions=None, priority=0, request_id: str = ""
     ) -> SubmitResult:
-        r = self._call("SubmitProof", self._request(circuit_id, witness, inputs, partitions, priority, request_id))
+        req = self._request(circuit_id, witness, inputs, partitions, priority, request_id)
+        r = (
+            self._call("SubmitProofStream", self._chunks(req))
+            if req.ByteSize() > self.STREAM_ABOVE
+            else self._call("SubmitProof", req)
+        )
         return SubmitResult(r.job_id, r.queue_position, r.duplicate, r.assigned_gpu, pb.JobStatus.Name(r.status))
+
+    def _chunks(self, req):
+        """A SubmitProofRequest as SubmitProofStream chunks: the header and sizes, then the inputs' bytes."""
+        if req.partitions:
+            parts = [(p.WhichOneof("input") == "inputs_json", p.witness or p.inputs_json.encode()) for p in req.partitions]
+        elif req.witness:
+            parts = [(False, req.witness)]
+        else:
+            parts = [(True, req.inputs_json.encode())]
+        header = pb.SubmitProofRequest(circuit_id=req.circuit_id, priority=req.priority, request_id=req.request_id)
+        sizes = [pb.StreamedPartition(inputs_json=j, size=len(d)) for j, d in parts]
+
+        def gen():
+            yield pb.SubmitProofChunk(header=header, sizes=sizes)
+            for _j, d in parts:
+                view = memoryview(d)
+                for i in range(0, len(view), self.CHUNK):
+                    yield pb.SubmitProofChunk(data=bytes(view[i : i + self.CHUNK]))
+
+        return gen()
 
     def await_proof(self, job_id: str, timeout_ms: int = 0, rpc_timeout: float | None = None) -> ProofResult:
         r = self._call("AwaitProof", pb.AwaitProofRequest(job_id=job_id, timeout_ms=timeout_ms), rpc_timeout)
@@ -213,10 +241,12 @@ class Client:
         timeout_ms: int = 0,
         check: bool = True,
     ) -> ProofResult:
-        req = pb.ProveRequest(
-            submit=self._request(circuit_id, witness, inputs, partitions, priority, request_id), timeout_ms=timeout_ms
-        )
-        res = ProofResult.from_pb(self._call("Prove", req).result)
+        sub = self._request(circuit_id, witness, inputs, partitions, priority, request_id)
+        if sub.ByteSize() > self.STREAM_ABOVE:  # too large for Prove's one message: stream, then await
+            r = self._call("SubmitProofStream", self._chunks(sub))
+            res = self.await_proof(r.job_id, timeout_ms)
+        else:
+            res = ProofResult.from_pb(self._call("Prove", pb.ProveRequest(submit=sub, timeout_ms=timeout_ms)).result)
         return res.check() if check else res
 
     def cancel(self, job_id: str) -> dict:

@@ -24,7 +24,7 @@ import grpc
 
 from .. import CuzkError
 from ..engine.engine import Engine
-from ..engine.errors import EngineError, InvalidArgument
+from ..engine.errors import EngineError, InvalidArgument, ResourceExhausted
 from ..engine.job import Job, JobRecord
 from . import protogen
 
@@ -154,6 +154,53 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
     @_rpc
     def SubmitProof(self, request: Any, context: Any) -> Any:
         return self._submit_response(*self._submit(request))
+
+    @_rpc
+    def SubmitProofStream(self, request_iterator: Any, context: Any) -> Any:
+        """Inputs larger than one message, in chunks. Buffers grow as bytes arrive (never sized by the
+        declared sizes, which are only checked against the limit and the bytes that came)."""
+        first = next(iter(request_iterator), None)
+        if first is None or not first.HasField("header"):
+            raise InvalidArgument("header: the first chunk must carry the request (SubmitProofRequest) and the sizes")
+        req = first.header
+        if not req.circuit_id:
+            raise InvalidArgument("header.circuit_id: required")
+        if req.partitions or req.witness or req.inputs_json:
+            raise InvalidArgument("header: leave partitions, witness and inputs_json empty; the inputs follow as data")
+        sizes = list(first.sizes)
+        if not sizes or len(sizes) > 4096:
+            raise InvalidArgument(f"sizes: expected one entry per partition (1 to 4096), got {len(sizes)}")
+        total = sum(int(x.size) for x in sizes)
+        limit = int(self.engine.config.daemon.max_request_bytes)
+        if total > limit:
+            raise ResourceExhausted(f"sizes: the inputs total {total} bytes, above daemon.max_request_bytes ({limit})")
+        bufs = [bytearray() for _ in sizes]
+        part = 0
+
+        def feed(data: bytes) -> None:
+            nonlocal part
+            view = memoryview(data)
+            while view:
+                while part < len(sizes) and len(bufs[part]) == sizes[part].size:
+                    part += 1
+                if part == len(sizes):
+                    raise InvalidArgument(f"data: more bytes than the {total} the sizes declare")
+                take = min(len(view), int(sizes[part].size) - len(bufs[part]))
+                bufs[part] += view[:take]
+                view = view[take:]
+
+        feed(first.data)
+        for chunk in request_iterator:
+            if chunk.HasField("header") or chunk.sizes:
+                raise InvalidArgument("header: only the first chunk carries it")
+            feed(chunk.data)
+        got = sum(len(b) for b in bufs)
+        if got != total:
+            raise InvalidArgument(f"data: {got} bytes arrived, the sizes declare {total}")
+        payloads = [("inputs" if x.inputs_json else "wtns", bytes(b)) for x, b in zip(sizes, bufs, strict=True)]
+        bufs.clear()
+        fields = [f"partitions[{i}].{'inputs_json' if x.inputs_json else 'witness'}" for i, x in enumerate(sizes)]
+        return self._submit_response(*self.engine.submit(req.circuit_id, payloads, int(req.priority), req.request_id, fields))
 
     def _await(self, job_id: str, timeout_ms: int, context: Any) -> Any:
         t = timeout_ms / 1e3 if timeout_ms else None
