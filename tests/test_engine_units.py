@@ -129,6 +129,7 @@ def test_protogen_generates_and_detects_stale(tmp_path):
     pb, _ = protogen.load()
     assert {m.name for m in pb.DESCRIPTOR.services_by_name["ProvingEngine"].methods} == {
         "SubmitProof",
+        "SubmitProofStream",
         "AwaitProof",
         "Prove",
         "CancelProof",
