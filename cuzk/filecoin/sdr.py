@@ -216,3 +216,16 @@ def label_reference(
     d = bytearray(hashlib.sha256(bytes(msg)).digest())
     d[31] &= 0x3F
     return bytes(d)
+
+
+def replica_id(prover_id: bytes, sector_id: int, ticket: bytes, comm_d: bytes, porep_id: bytes) -> bytes:
+    """The sector's replica id (rust-fil-proofs storage-proofs-porep ``stacked/vanilla/params.rs``
+    ``generate_replica_id``): SHA-256(prover_id || sector_id as u64 big-endian || ticket || comm_d ||
+    porep_id) with the last byte's top two bits cleared (fr32 ``bytes_into_fr_repr_safe``). No published
+    vector pins this one down (rust-fil-proofs' tests only use it inside full seals)."""
+    for name, b in (("prover_id", prover_id), ("ticket", ticket), ("comm_d", comm_d), ("porep_id", porep_id)):
+        if len(b) != 32:
+            raise ValueError(f"{name} must be 32 bytes")
+    d = bytearray(hashlib.sha256(prover_id + struct.pack(">Q", sector_id) + ticket + comm_d + porep_id).digest())
+    d[31] &= 0x3F
+    return bytes(d)
