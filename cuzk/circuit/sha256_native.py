@@ -66,7 +66,7 @@ def sha256_batch(messages: np.ndarray) -> np.ndarray:
     state = np.broadcast_to(np.array(IV, dtype=np.uint32), (*shape, 8))
     for i in range(words.shape[-2]):
         state = compress(state, words[..., i, :])
-    return state.astype(">u4").view(np.uint8).reshape(*shape, 32)
+    return np.ascontiguousarray(state.astype(">u4")).view(np.uint8).reshape(*shape, 32)
 
 
 def hash2_batch(left: np.ndarray, right: np.ndarray) -> np.ndarray:
