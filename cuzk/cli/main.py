@@ -832,6 +832,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="the full status snapshot as JSON")
     client_opts(s)
     s.set_defaults(fn=cmd_status)
+
+    from .filecoin import add_parsers as add_filecoin_parsers
+
+    add_filecoin_parsers(sub)
     return p
 
 
