@@ -53,6 +53,11 @@ class Circuit:
         CircuitError with a one-line message for bad inputs."""
         return obj
 
+    def parse_binary(self, data: bytes) -> Any:
+        """One partition's inputs given as bytes (a request's ``vanilla_proof``) as the JSON object
+        :meth:`parse_inputs` takes; circuits with a binary input format override this."""
+        raise CircuitError(f"{type(self).__name__} takes no binary inputs; send inputs_json")
+
     def partition_inputs(self, obj: Any) -> list[Any]:
         """A request's inputs split per partition (a multi-partition circuit proves them in one request):
         by default a JSON array is one input object per partition, anything else one partition."""

@@ -293,6 +293,10 @@ class Engine:
             except FormatError as e:
                 raise InvalidArgument(str(e).replace("the circuit has", f"circuit {c.id!r} has")) from None
             return Part(i, kind, witness=w)
+        if kind == "vanilla":
+            if c.python is None:
+                raise InvalidArgument(f"{field}: circuit {c.id!r} is not a Python circuit; it takes no binary inputs")
+            return Part(i, kind, inputs=c.parse_python_inputs(c.parse_python_binary(data, field), field))
         if not c.takes_inputs():
             raise InvalidArgument(f"{field}: circuit {c.id!r} has no wasm to compute a witness; send a .wtns witness")
         obj = self._json(data, field)

@@ -213,6 +213,16 @@ class Circuit:
         except Exception as e:
             raise InvalidArgument(f"{field}: {self.spec.python} refused the inputs: {type(e).__name__}: {e}") from None
 
+    def parse_python_binary(self, data: bytes, field: str) -> Any:
+        """A Python circuit's binary inputs (a vanilla proof) as its JSON inputs (the circuit's parse_binary)."""
+        assert self.python is not None
+        try:
+            return self.python.parse_binary(bytes(data))
+        except CuzkError as e:
+            raise InvalidArgument(f"{field}: {e}") from None
+        except ValueError as e:  # format errors of the circuit's own readers
+            raise InvalidArgument(f"{field}: {e}") from None
+
     def split_python_inputs(self, obj: Any, field: str) -> list[Any]:
         """One request's inputs of a multi-partition Python circuit, one object per partition."""
         assert self.python is not None

@@ -143,6 +143,8 @@ class ProofResult:
 
 
 def _partition(x):
+    if isinstance(x, tuple) and len(x) == 2 and x[0] == "vanilla":  # ("vanilla", bytes): a binary input
+        return pb.PartitionInput(vanilla_proof=bytes(x[1]))
     if isinstance(x, (bytes, bytearray, memoryview)):
         return pb.PartitionInput(witness=bytes(x))
     if isinstance(x, dict):
@@ -209,13 +211,16 @@ class Client:
     def _chunks(self, req):
         """A SubmitProofRequest as SubmitProofStream chunks: the header and sizes, then the inputs' bytes."""
         if req.partitions:
-            parts = [(p.WhichOneof("input") == "inputs_json", p.witness or p.inputs_json.encode()) for p in req.partitions]
+            parts = [(p.WhichOneof("input"), p.witness or p.vanilla_proof or p.inputs_json.encode()) for p in req.partitions]
         elif req.witness:
-            parts = [(False, req.witness)]
+            parts = [("witness", req.witness)]
         else:
-            parts = [(True, req.inputs_json.encode())]
+            parts = [("inputs_json", req.inputs_json.encode())]
         header = pb.SubmitProofRequest(circuit_id=req.circuit_id, priority=req.priority, request_id=req.request_id)
-        sizes = [pb.StreamedPartition(inputs_json=j, size=len(d)) for j, d in parts]
+        sizes = [
+            pb.StreamedPartition(inputs_json=k == "inputs_json", vanilla_proof=k == "vanilla_proof", size=len(d))
+            for k, d in parts
+        ]
 
         def gen():
             yield pb.SubmitProofChunk(header=header, sizes=sizes)

@@ -124,6 +124,9 @@ def _payloads(req: Any) -> tuple[list[tuple[str, bytes]], list[str]]:
             elif which == "inputs_json":
                 out.append(("inputs", p.inputs_json.encode()))
                 fields.append(f"partitions[{i}].inputs_json")
+            elif which == "vanilla_proof":
+                out.append(("vanilla", bytes(p.vanilla_proof)))
+                fields.append(f"partitions[{i}].vanilla_proof")
             else:
                 raise InvalidArgument(f"partitions[{i}]: neither witness nor inputs_json is set")
         return out, fields
@@ -197,9 +200,19 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
         got = sum(len(b) for b in bufs)
         if got != total:
             raise InvalidArgument(f"data: {got} bytes arrived, the sizes declare {total}")
-        payloads = [("inputs" if x.inputs_json else "wtns", bytes(b)) for x, b in zip(sizes, bufs, strict=True)]
+
+        def kind(x: Any) -> tuple[str, str]:
+            return (
+                ("vanilla", "vanilla_proof")
+                if x.vanilla_proof
+                else ("inputs", "inputs_json")
+                if x.inputs_json
+                else ("wtns", "witness")
+            )
+
+        payloads = [(kind(x)[0], bytes(b)) for x, b in zip(sizes, bufs, strict=True)]
         bufs.clear()
-        fields = [f"partitions[{i}].{'inputs_json' if x.inputs_json else 'witness'}" for i, x in enumerate(sizes)]
+        fields = [f"partitions[{i}].{kind(x)[1]}" for i, x in enumerate(sizes)]
         return self._submit_response(*self.engine.submit(req.circuit_id, payloads, int(req.priority), req.request_id, fields))
 
     def _await(self, job_id: str, timeout_ms: int, context: Any) -> Any:
