@@ -152,47 +152,87 @@ def _load_native():
             for i in range(t * per_task, min(n, t * per_task + per_task)):
                 _hash_one(ctx, cp, sp + i * 64, tp, out32, i * 8)
 
+    full = np.uint64(0x3FFFFFFFFFFFFFFF)
+
+    @njit(nogil=True, inline="always")
+    def _pad_block(data, base, w, o64):
+        """Fr32-pad the 127 bytes at data[base:] into o64[0:16] (little-endian words); w: a 17-word
+        scratch whose word 16 (and byte 127) stay zero. Node q's word k is the 64 bits of the block
+        starting at bit 254q + 64k."""
+        wb = w.view(np.uint8)
+        for i in range(127):
+            wb[i] = data[base + i]
+        for q in range(4):
+            for k in range(4):
+                bit = 254 * q + 64 * k
+                j = bit >> 6
+                sh = bit & 63
+                if sh:
+                    x = (w[j] >> np.uint64(sh)) | (w[j + 1] << np.uint64(64 - sh))
+                else:
+                    x = w[j]
+                if k == 3:
+                    x &= full
+                o64[4 * q + k] = x
+
     @njit(nogil=True, parallel=True)
-    def leaf_level(data, nblocks, dst):
-        """Fr32-pad nblocks 127-byte blocks of ``data`` and hash their node pairs: dst (nblocks*64,)."""
-        out32 = dst.view(np.uint32)
+    def subtree_root(data, nb, height, zeros, root):
+        """Root of a subtree of 2^height leaves: the fr32 padding of nb 127-byte blocks of data, then
+        zeros (zeros[l]: the all-zero root of level l). Writes 32 bytes into root."""
         tp = tail.ctypes.data
-        ntask = (nblocks + per_task - 1) // per_task
+        cur = np.empty((2 * nb + 1) * 32, dtype=np.uint8)
+        nxt = np.empty((nb + 1) * 32, dtype=np.uint8)
+        # level 1: pad each block and hash its two node pairs
+        out32 = cur.view(np.uint32)
+        ntask = (nb + per_task - 1) // per_task
         for t in prange(ntask):
             ctx = np.empty(32, dtype=np.uint32)
             cp = ctx.ctypes.data
-            buf = np.empty(128, dtype=np.uint8)
-            bp = buf.ctypes.data
-            for b in range(t * per_task, min(nblocks, t * per_task + per_task)):
-                base = b * 127
-                for i in range(32):
-                    buf[i] = data[base + i]
-                buf[31] &= 0x3F
-                for i in range(32):  # node 1: bits 254.. = byte 31 bit 6
-                    buf[32 + i] = (data[base + 31 + i] >> 6) | (data[base + 32 + i] << 2)
-                buf[63] &= 0x3F
-                for i in range(32):  # node 2: byte 63 bit 4
-                    buf[64 + i] = (data[base + 63 + i] >> 4) | (data[base + 64 + i] << 4)
-                buf[95] &= 0x3F
-                for i in range(31):  # node 3: byte 95 bit 2
-                    buf[96 + i] = (data[base + 95 + i] >> 2) | (data[base + 96 + i] << 6)
-                buf[127] = data[base + 126] >> 2
+            w = np.zeros(17, dtype=np.uint64)
+            blk = np.empty(16, dtype=np.uint64)
+            bp = blk.ctypes.data
+            for b in range(t * per_task, min(nb, t * per_task + per_task)):
+                _pad_block(data, b * 127, w, blk)
                 _hash_one(ctx, cp, bp, tp, out32, b * 16)
                 _hash_one(ctx, cp, bp + 64, tp, out32, b * 16 + 8)
+        n = 2 * nb
+        level = 1
+        while level < height:
+            if n % 2:  # an odd node out: its right sibling is the zero subtree of this level
+                for i in range(32):
+                    cur[n * 32 + i] = zeros[level, i]
+                n += 1
+            half = n // 2
+            sp = cur.ctypes.data
+            o32 = nxt.view(np.uint32)
+            ntask = (half + per_task - 1) // per_task
+            for t in prange(ntask):
+                ctx = np.empty(32, dtype=np.uint32)
+                cp = ctx.ctypes.data
+                for i in range(t * per_task, min(half, t * per_task + per_task)):
+                    _hash_one(ctx, cp, sp + i * 64, tp, o32, i * 8)
+            cur, nxt = nxt, cur
+            n = half
+            level += 1
+        for i in range(32):
+            root[i] = cur[i]
 
     # compile now (a few seconds, once per process) on tiny inputs, and check against hashlib
-    probe = np.arange(2 * 127, dtype=np.uint8)
-    got = np.empty(4 * 32, dtype=np.uint8)
-    leaf_level(probe, 2, got)
-    want = pad_blocks(probe.reshape(2, 127)).reshape(-1)
-    ref = b"".join(_hash2(want[i : i + 32].tobytes(), want[i + 32 : i + 64].tobytes()) for i in range(0, 256, 64))
+    zeros = np.frombuffer(b"".join(ZERO_COMMS), dtype=np.uint8).reshape(-1, NODE)
+    probe = np.arange(3 * 127, dtype=np.uint8)
+    leaves = pad_blocks(probe.reshape(3, 127)).reshape(-1)
+    nodes = _hash_level_py(leaves, 6)
+    lv3 = _hash_level_py(np.concatenate([nodes, zeros[1], zeros[1]]), 4)  # 6 nodes + 2 zero nodes
+    ref = _hash2(_hash2(lv3[:32].tobytes(), lv3[32:64].tobytes()), _hash2(lv3[64:96].tobytes(), ZERO_COMMS[2]))
+    ref = _hash2(ref, ZERO_COMMS[4])
+    got = np.empty(NODE, dtype=np.uint8)
+    subtree_root(probe, 3, 5, zeros, got)
     top = np.empty(64, dtype=np.uint8)
-    hash_level(got, top, 2)
-    ref_top = _hash2(ref[:32], ref[32:64]) + _hash2(ref[64:96], ref[96:])
-    if got.tobytes() != ref or top.tobytes() != ref_top:
+    hash_level(leaves, top, 2)
+    if got.tobytes() != ref or top.tobytes() != _hash_level_py(leaves, 2).tobytes():
         return None
     del numba
-    return hash_level, leaf_level
+    return hash_level, subtree_root, zeros
 
 
 _NATIVE: object = False  # not loaded yet
@@ -232,22 +272,16 @@ def hash_level(nodes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _leaves_level1(blocks: np.ndarray) -> np.ndarray:
-    """Fr32-pad ``(N*127,)`` uint8 bytes and hash the leaf pairs: the tree's level 1, ``(N*2*32,)``."""
-    nb = blocks.size // UNPADDED_CHUNK
-    nat = _native() if 2 * nb >= NATIVE_MIN else None
-    if nat is None:
-        padded = pad_blocks(blocks[: nb * UNPADDED_CHUNK].reshape(nb, UNPADDED_CHUNK)).reshape(-1)
-        return _hash_level_py(padded, 2 * nb)
-    out = np.empty(nb * 2 * NODE, dtype=np.uint8)
-    nat[1](blocks, nb, out)
-    return out
-
-
 def _root_of_blocks(blocks: np.ndarray, height: int) -> bytes:
     """Root of a subtree of 2^height leaves whose first leaves are the fr32 padding of ``blocks`` (a
     multiple of 127 bytes, at most 2^height * 32 * 127/128) and the rest zero."""
-    nodes = _leaves_level1(blocks)
+    nb = blocks.size // UNPADDED_CHUNK
+    nat = _native() if 2 * nb >= NATIVE_MIN else None
+    if nat is not None:
+        root = np.empty(NODE, dtype=np.uint8)
+        nat[1](np.ascontiguousarray(blocks), nb, height, nat[2], root)
+        return root.tobytes()
+    nodes = _hash_level_py(pad_blocks(blocks[: nb * UNPADDED_CHUNK].reshape(nb, UNPADDED_CHUNK)).reshape(-1), 2 * nb)
     level = 1
     while level < height:
         n = nodes.size // NODE
@@ -255,7 +289,7 @@ def _root_of_blocks(blocks: np.ndarray, height: int) -> bytes:
             break
         if n % 2:
             nodes = np.concatenate([nodes, np.frombuffer(ZERO_COMMS[level], dtype=np.uint8)])
-        nodes = hash_level(nodes)
+        nodes = _hash_level_py(nodes, (n + 1) // 2)
         level += 1
     root = nodes.tobytes()
     while level < height:  # the rest of the subtree is zero
@@ -310,9 +344,8 @@ def _read_chunks(source, chunk: int) -> Iterable[np.ndarray]:
         f, close = source, False
     try:
         bufs = [np.empty(chunk, dtype=np.uint8), np.empty(chunk, dtype=np.uint8)]
-        k = 0
-        while True:
-            buf = bufs[k]
+
+        def fill(buf: np.ndarray) -> int:
             got = 0
             mv = memoryview(buf)
             while got < chunk:
@@ -320,9 +353,14 @@ def _read_chunks(source, chunk: int) -> Iterable[np.ndarray]:
                 if not r:
                     break
                 got += r
+            return got
+
+        k = 0
+        while True:
+            got = fill(bufs[k])
             if got == 0:
                 return
-            yield buf[:got]
+            yield bufs[k][:got]
             if got < chunk:
                 return
             k ^= 1
