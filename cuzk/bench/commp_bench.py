@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             "piece_size": padded,
             "piece_cid": cid,
             "backend": backend,
-            "numba_threads": _threads(),
+            "threads": commitments.threads(),
             "compile_s": round(compile_s, 2),
             "commp": cp,
             "sha256sum": sha,
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"file {size} bytes, piece {padded} bytes, {cid}, backend {backend} ({result['numba_threads']} threads)")
+    print(f"file {size} bytes, piece {padded} bytes, {cid}, backend {backend} ({result['threads']} threads)")
     print("| tool | median GB/s | min..max GB/s | times (s) |")
     print("|---|---|---|---|")
     for name, r in (("cuzk CommP", cp), ("sha256sum", sha), ("hashlib.sha256 (OpenSSL, 1 thread)", ossl)):
@@ -135,15 +135,6 @@ def main(argv: list[str] | None = None) -> int:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)
     return 0
-
-
-def _threads() -> int | None:
-    try:
-        import numba
-
-        return numba.get_num_threads()
-    except Exception:  # numba missing: the hashlib backend
-        return None
 
 
 if __name__ == "__main__":

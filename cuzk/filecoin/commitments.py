@@ -10,15 +10,20 @@ subtrees (:func:`zero_comm`) stand in for the zero padding, which therefore cost
 Hashing backend. Each ``hash2`` is two SHA-256 compressions (the 64 bytes of the two children and the
 constant padding block of a 64-byte message). Calling ``hashlib`` once per node costs ~0.5 us of Python
 per hash; instead a numba kernel calls OpenSSL's ``SHA256_Transform`` (libcrypto, the library under
-``hashlib``, which uses the CPU's SHA extensions) directly, over a whole tree level in parallel, and
-fuses the fr32 padding with the leaf level. Where libcrypto or numba are missing, a pure ``hashlib``
-loop gives the same results (slowly); ``CUZK_COMMP_BACKEND=hashlib`` forces it.
+``hashlib``, which uses the CPU's SHA extensions) directly. One kernel call computes the whole subtree of
+a 16 MiB chunk (fr32 padding by 64-bit words fused with the leaf hashes, then every level); chunks are
+hashed by a thread pool (the kernels release the GIL) and their roots combined in order. Where libcrypto
+or numba are missing, a pure ``hashlib`` loop gives the same results (slowly);
+``CUZK_COMMP_BACKEND=hashlib`` forces it, ``CUZK_COMMP_THREADS`` sets the thread count.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import threading
+from collections import deque
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -113,7 +118,7 @@ def _load_native():
         transform.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         transform.restype = None
         import numba
-        from numba import njit, prange
+        from numba import njit
     except Exception:  # any failure: fall back to hashlib
         return None
 
@@ -125,7 +130,7 @@ def _load_native():
     tail = np.zeros(64, dtype=np.uint8)
     tail[0] = 0x80
     tail[62] = 0x02
-    per_task = 512  # nodes per parallel task: one SHA256_CTX (as uint32 words) per task
+    per_task = 512  # nodes per inner batch (one SHA256_CTX, as uint32 words, per batch)
 
     @njit(nogil=True, inline="always")
     def _hash_one(ctx, cp, src_addr, tp, out32, o):
@@ -139,14 +144,14 @@ def _load_native():
             out32[o + j] = (w >> 24) | ((w >> 8) & 0xFF00) | ((w << 8) & 0xFF0000) | ((w << 24) & 0xFF000000)
         out32[o + 7] &= np.uint32(0x3FFFFFFF)  # little-endian word 7 holds byte 31: clear its top 2 bits
 
-    @njit(nogil=True, parallel=True)
+    @njit(nogil=True)
     def hash_level(src, dst, n):
         """dst[i] = hash2(src[2i], src[2i+1]) for i < n; src (2n*32,) uint8, dst (n*32,) uint8."""
         sp = src.ctypes.data
         out32 = dst.view(np.uint32)
         tp = tail.ctypes.data
         ntask = (n + per_task - 1) // per_task
-        for t in prange(ntask):
+        for t in range(ntask):
             ctx = np.empty(32, dtype=np.uint32)
             cp = ctx.ctypes.data
             for i in range(t * per_task, min(n, t * per_task + per_task)):
@@ -175,7 +180,7 @@ def _load_native():
                     x &= full
                 o64[4 * q + k] = x
 
-    @njit(nogil=True, parallel=True)
+    @njit(nogil=True)
     def subtree_root(data, nb, height, zeros, root):
         """Root of a subtree of 2^height leaves: the fr32 padding of nb 127-byte blocks of data, then
         zeros (zeros[l]: the all-zero root of level l). Writes 32 bytes into root."""
@@ -185,7 +190,7 @@ def _load_native():
         # level 1: pad each block and hash its two node pairs
         out32 = cur.view(np.uint32)
         ntask = (nb + per_task - 1) // per_task
-        for t in prange(ntask):
+        for t in range(ntask):
             ctx = np.empty(32, dtype=np.uint32)
             cp = ctx.ctypes.data
             w = np.zeros(17, dtype=np.uint64)
@@ -206,7 +211,7 @@ def _load_native():
             sp = cur.ctypes.data
             o32 = nxt.view(np.uint32)
             ntask = (half + per_task - 1) // per_task
-            for t in prange(ntask):
+            for t in range(ntask):
                 ctx = np.empty(32, dtype=np.uint32)
                 cp = ctx.ctypes.data
                 for i in range(t * per_task, min(half, t * per_task + per_task)):
@@ -238,11 +243,26 @@ def _load_native():
 _NATIVE: object = False  # not loaded yet
 
 
+_NATIVE_LOCK = threading.Lock()
+
+
 def _native():
     global _NATIVE
     if _NATIVE is False:
-        _NATIVE = _load_native()
+        with _NATIVE_LOCK:
+            if _NATIVE is False:
+                _NATIVE = _load_native()
     return _NATIVE
+
+
+def threads() -> int:
+    """Chunks hashed at once by :func:`comm_p`: ``$CUZK_COMMP_THREADS``, else the CPU count (1 with the
+    hashlib backend, which holds the GIL)."""
+    if _native() is None:
+        return 1
+    env = os.environ.get("CUZK_COMMP_THREADS", "")
+    n = int(env) if env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
+    return max(1, n)
 
 
 def backend() -> str:
@@ -321,12 +341,17 @@ class _Stack:
         return self.items[0][1]
 
 
-def _read_chunks(source, chunk: int) -> Iterable[np.ndarray]:
+def _read_chunks(source, chunk: int, nbufs: int = 2) -> Iterable[np.ndarray]:
     """Yield uint8 arrays of ``chunk`` bytes (the last may be shorter) from a path, a binary file object
-    or bytes-like data."""
-    if isinstance(source, (bytes, bytearray, memoryview, np.ndarray)):
-        a = np.frombuffer(memoryview(source).cast("B"), dtype=np.uint8) if not isinstance(source, np.ndarray) else source
-        a = a.reshape(-1)
+    or bytes-like data. A file is read into ``nbufs`` buffers in turn: a yielded array stays valid until
+    ``nbufs - 1`` more have been yielded."""
+    if isinstance(source, np.ndarray):
+        a = np.ascontiguousarray(source).reshape(-1).view(np.uint8)
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        a = np.frombuffer(memoryview(source).cast("B"), dtype=np.uint8)
+    else:
+        a = None
+    if a is not None:
         for i in range(0, a.size, chunk):
             yield a[i : i + chunk]
         return
@@ -343,7 +368,7 @@ def _read_chunks(source, chunk: int) -> Iterable[np.ndarray]:
     else:
         f, close = source, False
     try:
-        bufs = [np.empty(chunk, dtype=np.uint8), np.empty(chunk, dtype=np.uint8)]
+        bufs = [np.empty(chunk, dtype=np.uint8) for _ in range(nbufs)]
 
         def fill(buf: np.ndarray) -> int:
             got = 0
@@ -363,7 +388,7 @@ def _read_chunks(source, chunk: int) -> Iterable[np.ndarray]:
             yield bufs[k][:got]
             if got < chunk:
                 return
-            k ^= 1
+            k = (k + 1) % nbufs
     finally:
         if close:
             f.close()
@@ -377,34 +402,71 @@ def comm_p(source, piece_size: int | None = None) -> tuple[bytes, int, int]:
     that holds the data (:func:`piece_padded_size`). The data is zero-filled to the piece.
 
     Returns ``(commp, padded_piece_size, payload_bytes)``: the 32-byte commitment, the padded size and
-    the number of data bytes read. Memory is bounded (two 16.6 MB read buffers and their level-1 nodes)
-    whatever the size; zero padding costs one hash per tree level.
+    the number of data bytes read. Memory is bounded whatever the size: :func:`threads` + 1 read buffers
+    of 16.6 MB and ~25 MB of tree scratch per thread; zero padding costs one hash per tree level.
     """
     chunk = CHUNK_BLOCKS * UNPADDED_CHUNK
     chunk_height = (CHUNK_BLOCKS * PADDED_CHUNK // NODE).bit_length() - 1  # leaves of a full chunk: 2^19
-    stack = _Stack()
-    total = 0
     limit = None
     if piece_size is not None:
         _level_of(piece_size, "piece size")
         limit = int(piece_size) // PADDED_CHUNK * UNPADDED_CHUNK
-    for part in _read_chunks(source, chunk):
-        total += part.size
-        if limit is not None and total > limit:
-            raise FilecoinError(
-                f"the data does not fit a piece of {int(piece_size)} bytes (it holds at most {limit} unpadded bytes)"
-            )
-        if part.size == chunk:
-            stack.push(chunk_height, _root_of_blocks(part, chunk_height))
-            continue
-        nb = -(-part.size // UNPADDED_CHUNK)
-        last = part
-        if part.size % UNPADDED_CHUNK:  # zero-fill the last fr32 block
-            last = np.concatenate([part, np.zeros(nb * UNPADDED_CHUNK - part.size, dtype=np.uint8)])
-        height = max(2, (nb * 4 - 1).bit_length())  # 4 leaves per block, rounded up to a power of two
-        stack.push(height, _root_of_blocks(last, height))
+    stack = _Stack()
+    total = 0
+    # Chunks are independent subtrees: up to `workers` of them are hashed at once by threads (the numba
+    # kernels release the GIL), their roots pushed in order. Threads over chunks rather than threads
+    # inside a level: no barrier per level, so a core taken by another process slows one chunk, not all.
+    workers = threads() if _is_large(source, chunk) else 1
+    inflight: deque = deque()
+    pool = None
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="commp")
+    try:
+        # nbufs = workers + 1: the buffer being read is never one still being hashed
+        for part in _read_chunks(source, chunk, nbufs=workers + 1):
+            total += part.size
+            if limit is not None and total > limit:
+                raise FilecoinError(
+                    f"the data does not fit a piece of {int(piece_size)} bytes (it holds at most {limit} unpadded bytes)"
+                )
+            if part.size == chunk:
+                height, blocks = chunk_height, part
+            else:
+                nb = -(-part.size // UNPADDED_CHUNK)
+                blocks = part
+                if part.size % UNPADDED_CHUNK:  # zero-fill the last fr32 block
+                    blocks = np.concatenate([part, np.zeros(nb * UNPADDED_CHUNK - part.size, dtype=np.uint8)])
+                height = max(2, (nb * 4 - 1).bit_length())  # 4 leaves per block, up to a power of two
+            if pool is None:
+                stack.push(height, _root_of_blocks(blocks, height))
+                continue
+            inflight.append((height, pool.submit(_root_of_blocks, blocks, height)))
+            while len(inflight) >= workers:
+                h, fut = inflight.popleft()
+                stack.push(h, fut.result())
+        while inflight:
+            h, fut = inflight.popleft()
+            stack.push(h, fut.result())
+    finally:
+        if pool is not None:
+            for _, fut in inflight:
+                fut.cancel()
+            pool.shutdown(wait=True)
     padded = piece_padded_size(total) if piece_size is None else int(piece_size)
     return stack.close(_level_of(padded, "piece size")), padded, total
+
+
+def _is_large(source, chunk: int) -> bool:
+    """More than one chunk of data (worth threads), as far as can be told without reading it."""
+    if isinstance(source, (bytes, bytearray, memoryview, np.ndarray)):
+        return memoryview(source).nbytes > chunk if not isinstance(source, np.ndarray) else source.nbytes > chunk
+    try:
+        size = os.path.getsize(source) if isinstance(source, (str, os.PathLike)) else os.fstat(source.fileno()).st_size
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return True
+    return size > chunk
 
 
 def _piece_comm(x, i: int) -> bytes:
