@@ -1,0 +1,131 @@
+"""Filecoin's PoRep (SDR) circuit on a sealed 2 KiB sector: the openings (JSON view of a vanilla proof)
+checked natively, the circuit satisfied by honest openings and unsatisfied where a tampered one fails,
+the recording satisfied by the witness, the public inputs in their documented order."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from cuzk import curves
+from cuzk.circuit.circuit import CircuitError, check, record, witness
+from cuzk.circuit.cs import WitnessCS
+from cuzk.filecoin import porep
+from cuzk.filecoin.graph import StackedGraph
+from cuzk.filecoin.seal import seal
+
+PROOF_2KIB_V1_1 = 5
+
+
+@pytest.fixture(scope="module")
+def openings():
+    d = np.random.default_rng(7).integers(0, 256, (64, 32), dtype=np.uint8)
+    d[:, 31] &= 0x3F
+    s = seal(d, PROOF_2KIB_V1_1, bytes(range(32)), 9, bytes(range(50, 82)))
+    obj = porep.challenge_openings(s, [5, 41])
+    assert json.loads(json.dumps(obj)) == obj  # JSON-ready
+    assert obj["comm_r"] == str(s.comm_r) and obj["comm_d"] == s.comm_d.hex()
+    return obj
+
+
+def one(obj: dict, c: int) -> dict:
+    """The openings of one challenge only (a 1-challenge partition)."""
+    out = copy.deepcopy(obj)
+    out["challenges"] = [out["challenges"][c]]
+    return out
+
+
+def test_openings_shape(openings):
+    ch = openings["challenges"][1]
+    assert ch["index"] == 41 and ch["parents"] == StackedGraph.for_proof(PROOF_2KIB_V1_1).parents(41)
+    assert len(ch["data_path"]) == 6 and len(ch["replica_path"]) == 2 and len(ch["column"]) == 2
+    assert len(ch["parent_columns"]) == 14 and len(ch["parent_paths"]) == 14
+    assert [pos for _, pos in ch["column_path"]] == [41 % 8, 41 // 8]
+
+
+def test_verify_openings(openings):
+    porep.verify_openings(openings)
+    bad = copy.deepcopy(openings)
+    sib = bytearray(bytes.fromhex(bad["challenges"][1]["data_path"][2]))
+    sib[0] ^= 1
+    bad["challenges"][1]["data_path"][2] = sib.hex()
+    with pytest.raises(ValueError, match=r"challenge 1 \(node 41\): the data path"):
+        porep.verify_openings(bad)
+    bad = copy.deepcopy(openings)
+    bad["challenges"][0]["parent_columns"][3][1] = str(int(bad["challenges"][0]["parent_columns"][3][1]) ^ 1)
+    with pytest.raises(ValueError, match=r"challenge 0 \(node 5\): parent 3 .*column path"):
+        porep.verify_openings(bad)
+    bad = copy.deepcopy(openings)
+    bad["challenges"][1]["replica_leaf"] = str(int(bad["challenges"][1]["replica_leaf"]) + 1)
+    with pytest.raises(ValueError, match=r"challenge 1 \(node 41\): the encoding"):
+        porep.verify_openings(bad)
+    bad = copy.deepcopy(openings)
+    bad["challenges"][0]["column"][0] = str(int(bad["challenges"][0]["column"][0]) ^ 4)
+    with pytest.raises(ValueError, match=r"challenge 0 \(node 5\): the column path"):
+        porep.verify_openings(bad)
+    bad = copy.deepcopy(openings)
+    bad["comm_r"] = str(int(bad["comm_r"]) + 1)
+    with pytest.raises(ValueError, match="CommR"):
+        porep.verify_openings(bad)
+
+
+def test_parse_inputs_errors(openings):
+    c = porep.PoRep(challenges=2)
+    c.parse_inputs(openings)
+    with pytest.raises(CircuitError, match="challenges: expected a list of 3"):
+        porep.PoRep(challenges=3).parse_inputs(openings)
+    bad = copy.deepcopy(openings)
+    del bad["challenges"][1]["parent_paths"]
+    with pytest.raises(CircuitError, match=r"challenges\[1\]: missing 'parent_paths'"):
+        c.parse_inputs(bad)
+    bad = copy.deepcopy(openings)
+    bad["challenges"][0]["index"] = 0
+    with pytest.raises(CircuitError, match=r"challenges\[0\].index"):
+        c.parse_inputs(bad)
+    bad = copy.deepcopy(openings)
+    bad["challenges"][0]["column_path"][1][1] = 3
+    with pytest.raises(CircuitError, match="does not match the index 5"):
+        c.parse_inputs(bad)
+    bad = copy.deepcopy(openings)
+    bad["challenges"][0]["data_path"] = bad["challenges"][0]["data_path"][:5]
+    with pytest.raises(CircuitError, match="data_path: expected a list of 6"):
+        c.parse_inputs(bad)
+    with pytest.raises(CircuitError, match="challenges"):
+        porep.PoRep(challenges=10**9)
+
+
+def test_circuit_satisfied(openings):
+    assert check(porep.PoRep(challenges=2), openings) is None
+
+
+def test_circuit_tampered_parent_label(openings):
+    bad = one(openings, 0)
+    bad["challenges"][0]["parent_columns"][3][1] = str(int(bad["challenges"][0]["parent_columns"][3][1]) ^ 1)
+    msg = check(porep.PoRep(challenges=1), bad)
+    assert msg is not None and "parents (tree_c)/root = CommC [instance 0, 3]" in msg
+
+
+def test_circuit_tampered_replica_leaf(openings):
+    bad = one(openings, 1)
+    bad["challenges"][0]["replica_leaf"] = str(int(bad["challenges"][0]["replica_leaf"]) + 1)
+    msg = check(porep.PoRep(challenges=1), bad)
+    assert msg is not None and "replica (tree_r_last)/encoding" in msg and "[instance 0]" in msg
+
+
+def test_recording_and_witness(openings, tmp_path_factory):
+    c = porep.PoRep(challenges=2)
+    rec = record(c, cache=tmp_path_factory.mktemp("circuits"))
+    assert rec.layout.n_constraints == porep.count_constraints(5, 2)["constraints"]
+    w = witness(c, openings, rec.layout)
+    assert len(rec.pce.unsatisfied(w)) == 0
+    # public inputs: replica id, CommD, CommR, then per challenge its index and its 14 parents
+    cs = WitnessCS(curves.get(c.curve))
+    c.synthesize(cs, c.parse_inputs(openings))
+    want = [int.from_bytes(bytes.fromhex(openings[k]), "little") for k in ("replica_id", "comm_d")]
+    want.append(int(openings["comm_r"]))
+    for ch in openings["challenges"]:
+        want += [ch["index"], *ch["parents"]]
+    assert cs.public_inputs() == want
