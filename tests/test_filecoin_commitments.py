@@ -289,6 +289,15 @@ def test_commp_native_matches_naive_across_chunks(monkeypatch):
     assert C.backend() in ("libcrypto", "hashlib")
 
 
+def test_commp_native_chunks_in_threads(monkeypatch):
+    """Several full chunks large enough for the native kernels, hashed by 3 threads, then a partial one."""
+    monkeypatch.setattr(C, "CHUNK_BLOCKS", C.NATIVE_MIN // 2)
+    monkeypatch.setenv("CUZK_COMMP_THREADS", "3")
+    d = np.random.default_rng(11).integers(0, 256, 127 * C.NATIVE_MIN * 2 - 1000, dtype=np.uint8).tobytes()
+    comm, padded, _ = C.comm_p(io.BytesIO(d))
+    assert comm == ref_commp(d, padded)
+
+
 def test_commp_native_levels_equal_hashlib():
     rng = np.random.default_rng(9)
     nodes = rng.integers(0, 256, 2 * C.NATIVE_MIN * 32 + 64 * 3, dtype=np.uint8)
