@@ -87,7 +87,7 @@ def test_parse_inputs_errors(openings):
         c.parse_inputs(bad)
     bad = copy.deepcopy(openings)
     bad["challenges"][0]["column_path"][1][1] = 3
-    with pytest.raises(CircuitError, match="does not match the index 5"):
+    with pytest.raises(CircuitError, match="does not match the node index 5"):
         c.parse_inputs(bad)
     bad = copy.deepcopy(openings)
     bad["challenges"][0]["data_path"] = bad["challenges"][0]["data_path"][:5]

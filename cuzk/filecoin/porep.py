@@ -126,10 +126,11 @@ def _poseidon_root(leaf: int, index: int, path: list, arities: list[int]) -> int
     if len(path) != len(arities):
         return None
     for (sib, pos), a in zip(path, arities, strict=True):
-        if int(pos) != index % a or len(sib) != a - 1:
+        p = int(pos)
+        if p != index % a or len(sib) != a - 1:
             return None
         s = [int(x) for x in sib]
-        cur = poseidon_native(s[:pos] + [cur] + s[pos:], a)
+        cur = poseidon_native(s[:p] + [cur] + s[p:], a)
         index //= a
     return cur
 
@@ -240,12 +241,13 @@ def _path(x: Any, index: int, arities: list[int], where: str) -> list[list[int]]
     """A Poseidon path [[siblings], position] per level -> siblings per level (positions checked)."""
     levels = _list(x, len(arities), where)
     out = []
+    node = index
     for lv, (level, a) in enumerate(zip(levels, arities, strict=True)):
         w = f"{where}[{lv}]"
         pair = _list(level, 2, w)
         sib = [_fe(s, f"{w}.siblings") for s in _list(pair[0], a - 1, f"{w}.siblings")]
         if pair[1] != index % a:
-            raise CircuitError(f"{w}: position {pair[1]!r} does not match the index {index}")
+            raise CircuitError(f"{w}: position {pair[1]!r} does not match the node index {node}")
         out.append(sib)
         index //= a
     return out
