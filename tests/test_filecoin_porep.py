@@ -12,7 +12,7 @@ import pytest
 
 from cuzk import curves
 from cuzk.circuit.circuit import CircuitError, check, record, witness
-from cuzk.circuit.cs import WitnessCS
+from cuzk.circuit.cs import TestCS, Unsatisfied, WitnessCS
 from cuzk.filecoin import porep
 from cuzk.filecoin.graph import StackedGraph
 from cuzk.filecoin.seal import seal
@@ -101,18 +101,43 @@ def test_circuit_satisfied(openings):
     assert check(porep.PoRep(challenges=2), openings) is None
 
 
-def test_circuit_tampered_parent_label(openings):
-    bad = one(openings, 0)
+class AllUnsatisfied(TestCS):
+    """TestCS that keeps every unsatisfied constraint's path and instance, not only the first."""
+
+    __test__ = False
+
+    def __init__(self, curve):
+        super().__init__(curve)
+        self.failed: list[tuple[str, tuple[int, ...]]] = []
+
+    def _enforce(self, name, a, b, c, shape, rows):
+        F = self.field
+        av, bv, cv = (self._eval(x, shape).flat() for x in (a, b, c))
+        for i in np.flatnonzero(np.any(F.sub(F.mul(av, bv), cv) != 0, axis=1)):
+            self.failed.append((self.path(name), tuple(int(x) for x in np.unravel_index(int(i), shape))))
+            if not self.unsatisfied:
+                self.unsatisfied.append(Unsatisfied(self.path(name), self.failed[-1][1], self.n_constraints + int(i)))
+
+
+def test_circuit_tampered(openings):
+    """Challenge 0: a parent's label changed (its tree_c path cannot follow): the first unsatisfied
+    constraint is that parent's inclusion in tree_c, then the recomputed label of the layer it enters
+    differs from the column's; challenge 1: a wrong replica leaf: the encoding and
+    tree_r_last inclusion fail there. Nothing else fails (one synthesis for both)."""
+    bad = copy.deepcopy(openings)
     bad["challenges"][0]["parent_columns"][3][1] = str(int(bad["challenges"][0]["parent_columns"][3][1]) ^ 1)
-    msg = check(porep.PoRep(challenges=1), bad)
-    assert msg is not None and "parents (tree_c)/root = CommC [instance 0, 3]" in msg
-
-
-def test_circuit_tampered_replica_leaf(openings):
-    bad = one(openings, 1)
-    bad["challenges"][0]["replica_leaf"] = str(int(bad["challenges"][0]["replica_leaf"]) + 1)
-    msg = check(porep.PoRep(challenges=1), bad)
-    assert msg is not None and "replica (tree_r_last)/encoding" in msg and "[instance 0]" in msg
+    bad["challenges"][1]["replica_leaf"] = str(int(bad["challenges"][1]["replica_leaf"]) + 1)
+    c = porep.PoRep(challenges=2)
+    cs = AllUnsatisfied(curves.get(c.curve))
+    c.synthesize(cs, c.parse_inputs(bad))
+    first = cs.which_is_unsatisfied()
+    assert first is not None and "parents (tree_c)/root = CommC [instance 0, 3]" in first
+    assert cs.failed == [
+        ("parents (tree_c)/root = CommC", (0, 3)),
+        ("labels/label = column label", (0, 1)),  # the changed label (layer 2) enters layer 2's label
+        ("replica (tree_r_last)/encoding: leaf = data leaf + last label", (1,)),
+        ("replica (tree_r_last)/root = CommR_last", (1,)),
+    ]
 
 
 def test_recording_and_witness(openings, tmp_path_factory):
