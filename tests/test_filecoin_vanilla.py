@@ -58,3 +58,56 @@ def test_decode_refuses_malformed_files():
     assert obj["proof_id"] == 5 and len(obj["challenges"]) == 1 and len(obj["challenges"][0]["parents"]) == 14
     assert V.decode(V.encode(obj)) == obj
     assert struct.unpack_from("<I", V.encode(obj), 8)[0] == 1
+
+
+def test_vanilla_round_trip_and_refusal_naming_the_challenge(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from cuzk.circuit.circuit import CircuitError
+    from cuzk.filecoin.porep import PoRep
+
+    out = tmp_path / "p.cvp"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cuzk",
+            "gen-vanilla",
+            "--sector-size",
+            "2KiB",
+            "--seed",
+            "11" * 32,
+            "-o",
+            str(out),
+            "--json",
+            str(tmp_path / "p.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    data = out.read_bytes()
+    obj = V.decode(data)
+    assert obj == json.loads((tmp_path / "p.json").read_text()) | {"version": 1}
+    assert V.encode(obj) == data  # the binary form is canonical
+    assert obj["proof_id"] == 5 and len(obj["challenges"]) == 2 and obj["seed"] == "11" * 32
+    want = V.interactive_challenges(64, bytes.fromhex(obj["replica_id"]), bytes.fromhex("11" * 32), 0, 2)
+    assert [c["index"] for c in obj["challenges"]] == want
+    circuit = PoRep(5, 2)
+    circuit.parse_inputs(circuit.parse_binary(data))  # verified natively: accepted
+    bad = json.loads(json.dumps(obj))
+    bad["challenges"][1]["parent_columns"][3][0] = "12345"
+    with pytest.raises(CircuitError, match=rf"challenge 1 \(node {want[1]}\)"):
+        circuit.parse_inputs(V.decode(V.encode(bad)))
+    with pytest.raises(CircuitError, match="not a cuzk vanilla proof"):
+        circuit.parse_binary(b"x" * 600)
+    r = subprocess.run(
+        [sys.executable, "-m", "cuzk", "gen-vanilla", "--sector-size", "3KiB", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 2 and "not a Filecoin sector size" in r.stderr

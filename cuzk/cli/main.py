@@ -834,8 +834,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_status)
 
     from .filecoin import add_parsers as add_filecoin_parsers
+    from .porep import add_parsers as add_porep_parsers
 
     add_filecoin_parsers(sub)
+    add_porep_parsers(sub)
     return p
 
 

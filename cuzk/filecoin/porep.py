@@ -291,6 +291,17 @@ class PoRep(Circuit):
             raise CircuitError("PoRep: fewer than 2 layers")
 
     # ---- inputs
+    verify_natively = True  # parse_inputs checks every opening natively (the daemon refuses bad ones at submit)
+
+    def parse_binary(self, data: bytes) -> Any:
+        """A vanilla proof file (:mod:`.vanilla`, ``.cvp``) as the JSON view :meth:`parse_inputs` takes."""
+        from .vanilla import VanillaError, decode
+
+        try:
+            return decode(data)
+        except VanillaError as e:
+            raise CircuitError(str(e)) from None
+
     def sample_inputs(self, seed: int = 0) -> Any:
         from .seal import seal
 
@@ -373,6 +384,11 @@ class PoRep(Circuit):
             parent_columns=obj_arr(pcols),
             parent_paths=[obj_arr(x) for x in ppath],
         )
+        if self.verify_natively:
+            try:
+                verify_openings(obj)
+            except ValueError as e:
+                raise CircuitError(f"vanilla proof: {e}") from None
         return out
 
     # ---- synthesis

@@ -58,9 +58,27 @@ class SealedSector:
         return self.comm_r.to_bytes(32, "little")
 
 
-def seal(data: bytes | np.ndarray, proof_id: int, prover_id: bytes, sector_id: int, ticket: bytes) -> SealedSector:
+def seal(
+    data: bytes | np.ndarray,
+    proof_id: int,
+    prover_id: bytes,
+    sector_id: int,
+    ticket: bytes,
+    timings: dict[str, float] | None = None,
+) -> SealedSector:
     """Seal one sector: ``data`` the fr32-padded sector (exactly the sector size; every 32-byte node below
-    2^254), ``proof_id`` a registered seal proof id (e.g. 5 = StackedDrg2KiBV1_1)."""
+    2^254), ``proof_id`` a registered seal proof id (e.g. 5 = StackedDrg2KiBV1_1). ``timings`` receives
+    each phase's seconds (tree_d, parents, labels, tree_c, tree_r_last)."""
+    import time
+
+    clock = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        if timings is not None:
+            timings[name] = now - clock[0]
+        clock[0] = now
+
     size = P.sector_size_of(proof_id)
     sp = P.PARAMS[size]
     nodes = np.frombuffer(bytes(data), dtype=np.uint8) if isinstance(data, (bytes, bytearray)) else np.asarray(data, np.uint8)
@@ -71,12 +89,17 @@ def seal(data: bytes | np.ndarray, proof_id: int, prover_id: bytes, sector_id: i
     if bad.size:
         raise ValueError(f"sector data: node {int(bad[0])} has its top two bits set: the data is not fr32-padded")
     tree_d = trees.build_data_tree(nodes)
+    lap("tree_d")
     rid = replica_id(prover_id, sector_id, ticket, tree_d.root, P.porep_id(proof_id))
     parents = StackedGraph.for_proof(proof_id).parents_all()
+    lap("parents")
     labels = create_labels(rid, parents, sp.layers)
+    lap("labels")
     label_mont = np.stack([_nodes_to_mont(labels_to_bytes(w)) for w in labels])
     _base, sub, top = sp.tree_arities
     tree_c = trees.build_tree(trees.column_hashes(label_mont), sub, top)
+    lap("tree_c")
     replica = trees.encode(_nodes_to_mont(nodes), label_mont[-1])
     tree_r_last = trees.build_tree(replica, sub, top)
+    lap("tree_r_last")
     return SealedSector(proof_id, rid, nodes, labels, tree_d, tree_c, tree_r_last)
