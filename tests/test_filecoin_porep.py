@@ -128,6 +128,9 @@ def test_circuit_tampered(openings):
     bad["challenges"][0]["parent_columns"][3][1] = str(int(bad["challenges"][0]["parent_columns"][3][1]) ^ 1)
     bad["challenges"][1]["replica_leaf"] = str(int(bad["challenges"][1]["replica_leaf"]) + 1)
     c = porep.PoRep(challenges=2)
+    with pytest.raises(CircuitError, match=r"challenge 0 \(node \d+\): parent 3 .*column path does not reach CommC"):
+        c.parse_inputs(bad)  # the daemon's native check refuses it at submission, naming the challenge
+    c.verify_natively = False  # past that check, the circuit itself must refuse it too
     cs = AllUnsatisfied(curves.get(c.curve))
     c.synthesize(cs, c.parse_inputs(bad))
     first = cs.which_is_unsatisfied()
