@@ -25,8 +25,9 @@ from conftest import SNARKJS, fixture_dir
 
 from cuzk import CuzkError, curves
 from cuzk.backends import get_backend
-from cuzk.engine.config import load_config
+from cuzk.engine.config import ConfigError, load_config, validate_circuit
 from cuzk.engine.devcircuit import make_dev_circuit
+from cuzk.engine.job import JobRecord
 from cuzk.groth16 import formats, verifier
 from cuzk.groth16.params import read_params
 from cuzk.groth16.zkey import read_zkey
@@ -713,3 +714,44 @@ def test_submit_stream_large_inputs(dev, monkeypatch):
         assert code == "RESOURCE_EXHAUSTED" and "daemon.max_request_bytes" in msg
         code, msg = call([pb.SubmitProofChunk(header=hdr, sizes=[])])
         assert code == "INVALID_ARGUMENT" and msg.startswith("sizes:")
+
+
+def test_circuit_deadline_met_or_missed(dev, tmp_path):
+    """A circuit's deadline (a WinningPoSt's epoch) is judged per job: met when the proof came back in
+    time, missed otherwise (also when the job failed), counted in metrics and kept in the journal."""
+    h8 = dev["h8"]
+    cfg = tmp_path / "cuzk.toml"
+    cfg.write_text(f"""
+[[circuits]]
+id = "roomy"
+r1cs = "{h8.r1cs}"
+zkey = "{h8.key}"
+default_priority = "critical"
+deadline = "1h"
+[[circuits]]
+id = "tight"
+r1cs = "{h8.r1cs}"
+zkey = "{h8.key}"
+deadline = "1ms"
+[[circuits]]
+id = "none"
+r1cs = "{h8.r1cs}"
+zkey = "{h8.key}"
+""")
+    with pytest.raises(ConfigError, match=r"^circuits\[0\]\.deadline: "):
+        validate_circuit({"id": "x", "r1cs": h8.r1cs, "zkey": h8.key, "deadline": "soon"}, "circuits[0]")
+    with daemon(cfg) as (d, c):
+        got = {}
+        for cid in ("roomy", "tight", "none"):
+            res = c.prove(cid, witness=h8.witness(1))
+            assert res.ok, res.error
+            got[cid] = d.engine.lookup(res.job_id)
+        assert got["roomy"].deadline_ms == 3.6e6 and got["roomy"].deadline_met is True
+        assert got["tight"].deadline_ms == 1.0 and got["tight"].deadline_met is False
+        assert got["none"].deadline_met is None
+        text = d.engine.metrics.text()
+        assert metric(text, "cuzk_deadlines_total", circuit="roomy", outcome="met") == 1
+        assert metric(text, "cuzk_deadlines_total", circuit="tight", outcome="missed") == 1
+        assert metric(text, "cuzk_deadlines_total", circuit="none") == 0
+        rec = JobRecord.from_json(d.engine.journal.get(got["tight"].job_id)["result"])
+        assert rec.deadline_met is False

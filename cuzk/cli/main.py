@@ -535,13 +535,15 @@ def _inputs(paths: list[str]) -> list:
             raise CuzkError(f"{p}: cannot read: {e.strerror}") from None
         if data[:4] == b"wtns":
             out.append(data)
+        elif data[:8] == b"cuzk-cvp":  # a vanilla proof (cuzk.filecoin.vanilla): the circuit parses the bytes
+            out.append(("vanilla", data))
         elif p.endswith(".json") or data.lstrip()[:1] == b"{":
             try:
                 out.append(data.decode("utf-8"))
             except UnicodeDecodeError:
                 raise CuzkError(f"{p}: not UTF-8 JSON") from None
         else:
-            raise CuzkError(f"{p}: neither a .wtns witness nor an inputs .json file")
+            raise CuzkError(f"{p}: neither a .wtns witness, an inputs .json file nor a .cvp vanilla proof")
     return out
 
 

@@ -200,6 +200,13 @@ CIRCUIT_KEYS: list[tuple[str, object, str, str]] = [
     ("wasm", "", "str", "circom witness generator, needed for requests that send inputs_json"),
     ("sym", "", "str", "circom .sym, to name the signals of a violated constraint"),
     ("default_priority", "normal", "priority", "priority of requests that leave it unspecified"),
+    (
+        "deadline",
+        "0s",
+        "duration",
+        "submit-to-proof time a job of this circuit must meet (a WinningPoSt's epoch); each job's status says met or "
+        "missed; 0 = none",
+    ),
     ("batchable", False, "bool", "jobs may be collected into batches (scheduler.max_batch_*)"),
     ("partitions", 1, "int", "proofs per request (each request carries one witness/inputs per partition)"),
     ("max_queue", 0, "int", "active jobs of this circuit; 0 = scheduler.max_queue_per_circuit"),
@@ -343,6 +350,7 @@ class CircuitConfig:
     wasm: str = ""
     sym: str = ""
     default_priority: int = 2
+    deadline: float = 0.0  # seconds; 0 = none
     batchable: bool = False
     partitions: int = 1
     max_queue: int = 0

@@ -139,6 +139,7 @@ class Job:
         self.started_at = 0.0
         self.remaining = len(parts)
         self.journaled_start = False
+        self.deadline_ms = circuit.spec.deadline * 1e3  # as configured when the job was accepted (or recovered)
 
     @property
     def state(self) -> JobState:
@@ -287,6 +288,15 @@ class JobRecord:
     priority: int = 0
     request_id: str = ""
     timed_out: bool = False  # an await's deadline passed first; ``state`` is the job's as of then
+    deadline_ms: float = 0.0  # the circuit's submit-to-proof deadline when the job was accepted; 0 = none
+
+    @property
+    def deadline_met(self) -> bool | None:
+        """None without a deadline or before the job is final; True when it completed in time (a job
+        that failed or was cancelled missed it)."""
+        if self.deadline_ms <= 0 or self.timed_out or not self.state.final:
+            return None
+        return self.state is JobState.COMPLETED and (self.completed_at - self.submitted_at) * 1e3 <= self.deadline_ms
 
     @property
     def status(self) -> str:
@@ -314,6 +324,7 @@ class JobRecord:
             attempts=job.attempts_so_far(),
             priority=job.priority,
             request_id=job.request_id,
+            deadline_ms=job.deadline_ms,
         )
 
     @classmethod
@@ -338,27 +349,29 @@ class JobRecord:
         )
 
     def to_json(self) -> str:
-        """The journal's ``result`` column (the same shape as every earlier version wrote)."""
-        return json.dumps(
-            {
-                "job_id": self.job_id,
-                "status": self.state.name,
-                "circuit_id": self.circuit_id,
-                "backend": self.backend,
-                "error": self.error,
-                "partitions": [p.to_json() for p in self.partitions],
-                "timings": self.timings.to_json() if self.timings is not None else {},
-                "batch_id": self.batch_id,
-                "batch_size": self.batch_size,
-                "batch_flush": self.batch_flush,
-                "dispatch_order": self.dispatch_order,
-                "submitted_at": self.submitted_at,
-                "completed_at": self.completed_at,
-                "attempts": self.attempts,
-                "priority": self.priority,
-                "request_id": self.request_id,
-            }
-        )
+        """The journal's ``result`` column (the same shape as every earlier version wrote; the deadline
+        fields only for a circuit with a deadline)."""
+        d = {
+            "job_id": self.job_id,
+            "status": self.state.name,
+            "circuit_id": self.circuit_id,
+            "backend": self.backend,
+            "error": self.error,
+            "partitions": [p.to_json() for p in self.partitions],
+            "timings": self.timings.to_json() if self.timings is not None else {},
+            "batch_id": self.batch_id,
+            "batch_size": self.batch_size,
+            "batch_flush": self.batch_flush,
+            "dispatch_order": self.dispatch_order,
+            "submitted_at": self.submitted_at,
+            "completed_at": self.completed_at,
+            "attempts": self.attempts,
+            "priority": self.priority,
+            "request_id": self.request_id,
+        }
+        if self.deadline_ms > 0:
+            d.update(deadline_ms=self.deadline_ms, deadline_met=self.deadline_met)
+        return json.dumps(d)
 
     @classmethod
     def from_json(cls, text: str) -> JobRecord:
@@ -380,4 +393,5 @@ class JobRecord:
             attempts=d.get("attempts", 0),
             priority=d.get("priority", 0),
             request_id=d.get("request_id", ""),
+            deadline_ms=d.get("deadline_ms", 0.0),
         )

@@ -103,6 +103,17 @@ class JobTable:
             JobState.CANCELLED: self.metrics.cancelled,
         }[rec.state]
         counter.labels(circuit=cid).inc()
+        if rec.deadline_met is not None:
+            self.metrics.deadlines.labels(circuit=cid, outcome="met" if rec.deadline_met else "missed").inc()
+            if not rec.deadline_met:
+                log.warning(
+                    "event=deadline_missed job=%s circuit=%s state=%s elapsed_ms=%.1f deadline_ms=%.1f",
+                    job.job_id,
+                    cid,
+                    rec.state.value,
+                    (rec.completed_at - rec.submitted_at) * 1e3,
+                    rec.deadline_ms,
+                )
         if rec.state is not JobState.COMPLETED or rec.timings is None:
             log.info("event=job_%s job=%s circuit=%s error=%s", rec.state.value, job.job_id, cid, json.dumps(rec.error))
             return

@@ -42,6 +42,9 @@ class Metrics:
             buckets=PHASE_BUCKETS,
             registry=r,
         )
+        self.deadlines = Counter(
+            "cuzk_deadlines", "Finished jobs of circuits with a deadline, by outcome", ["circuit", "outcome"], registry=r
+        )
         self.batches = Counter("cuzk_batches", "Batches released by the batch collector", ["reason"], registry=r)
         self.batch_size = Histogram(
             "cuzk_batch_size", "Jobs per released batch", buckets=(1, 2, 3, 4, 6, 8, 12, 16, 32), registry=r
