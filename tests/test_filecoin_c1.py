@@ -152,11 +152,17 @@ def test_written_shape_matches_rust_field_names(bare):
 def test_round_trip_other_versions(proof_id):
     # V1 (the legacy graph), synthetic PoRep (challenges selected among the synthetic ones), NI-PoRep
     sealed = _sector(proof_id)
-    out = C1.parse_c1(C1.write_c1(sealed, SEED, TICKET, sector_num=1))
-    assert out.proof_id == proof_id and len(out.openings) == C1.counts(proof_id)[0]
-    op = out.openings[-1]
+    raw = C1.write_c1(sealed, SEED, TICKET, sector_num=1)
+    parts, n = C1.counts(proof_id)
+    if parts == 1:
+        out = C1.parse_c1(raw)
+        assert out.proof_id == proof_id and len(out.openings) == 1
+        op = out.openings[-1]
+    else:  # NI-PoRep: 13 partitions; convert the last only (parse_c1 of all takes ~5 s)
+        assert len(json.loads(base64.b64decode(json.loads(raw)["Phase1Out"]))["vanilla_proofs"]["StackedDrg2KiBV1"]) == parts
+        op = C1.partition_openings(raw, parts - 1)
     porep.verify_openings(op)
-    k, n = op["partition"], out.challenges_per_partition
+    k = op["partition"]
     want = {
         0: lambda: V.interactive_challenges(64, sealed.replica_id, SEED, k, n),
         10: lambda: V.synthetic_partition_challenges(64, sealed.replica_id, sealed.comm_r_bytes(), SEED, k, n),
@@ -369,3 +375,22 @@ def test_sub_and_top_merkle_proofs(variant, arities, base):
     body["sub_proof"]["path"].append(body["sub_proof"]["path"][0])
     with pytest.raises(C1.C1Error, match=rf"^x\.data\.{variant}\.sub_proof\.path: expected 1 level, got 2$"):
         C1._merkle(js, "x", base, arities, variant, C1._fr)
+
+
+def test_porep_parse_binary_takes_c1(sealed):
+    """Once PoRep.parse_binary recognizes a C1 JSON (the hook in porep.py), Curio's envelope is the
+    daemon's vanilla proof for PoRep; skipped until then."""
+    env = C1.write_c1(sealed, SEED, TICKET, sector_num=SECTOR)
+    circuit = porep.PoRep(proof_id=5, challenges=2)
+    try:
+        obj = circuit.parse_binary(env)
+    except CircuitError as e:
+        pytest.skip(f"porep.PoRep.parse_binary does not take C1 JSON yet ({e})")
+    assert obj == C1.partition_openings(env, 0)
+    circuit.parse_inputs(obj)
+    c1 = json.loads(base64.b64decode(json.loads(env)["Phase1Out"]))
+    c1["seed"][0] ^= 1  # other challenges: the reader refuses it, naming the field
+    with pytest.raises(
+        C1.C1Error, match=r"^c1\.vanilla_proofs\.StackedDrg2KiBV1\[0\]\[0\]\.replica_column_proofs\.c_x\.column\.index: "
+    ):
+        circuit.parse_binary(_dump(c1))
