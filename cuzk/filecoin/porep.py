@@ -38,6 +38,8 @@ from .sdr import labels_to_bytes
 FR = trees.FR
 R = FR.p
 LABEL_PARENTS = 37  # parent labels hashed per label (rust-fil-proofs TOTAL_PARENTS)
+SHAPES = ("filecoin", "compact")  # PoRep(shape=...): rust-fil-proofs' constraint structure, or ours
+DEFAULT_SHAPE = "filecoin"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,10 +274,20 @@ class PoRep(Circuit):
     CommR_last are private. One decomposition of each index into log2(nodes) bits serves tree_d's path,
     tree_c's and tree_r_last's paths (every arity is a power of two) and the label's node field.
 
-    Inputs: the dict of :func:`challenge_openings`."""
+    Inputs: the dict of :func:`challenge_openings`.
 
-    def __init__(self, proof_id: int = 5, challenges: int = 2):
-        super().__init__(proof_id=proof_id, challenges=challenges)
+    ``shape``: ``"filecoin"`` (the default) is rust-fil-proofs' ``StackedCircuit`` constraint structure,
+    gadget for gadget (bellman's SHA-256, neptune's Poseidon, its insertion, PoR, 255-bit non-strict
+    decompositions, UInt64 node index, packed path-bit public inputs; see :meth:`_synthesize_filecoin`):
+    its constraint count is Filecoin's. ``"compact"`` is our cheaper circuit (the gadgets of
+    :mod:`cuzk.circuit.gadgets.sha256` / ``poseidon``, 0.685x the constraints), described above; the two
+    have different public inputs."""
+
+    def __init__(self, proof_id: int = 5, challenges: int = 2, shape: str = DEFAULT_SHAPE):
+        if shape not in SHAPES:
+            raise CircuitError(f"PoRep: shape {shape!r}: expected one of {', '.join(SHAPES)}")
+        super().__init__(proof_id=proof_id, challenges=challenges, shape=shape)
+        self.shape = shape
         if (
             isinstance(challenges, bool)
             or not isinstance(challenges, int)
@@ -410,6 +422,161 @@ class PoRep(Circuit):
         return cur
 
     def synthesize(self, cs: ConstraintSystem, inputs: Any) -> None:
+        if self.shape == "filecoin":
+            self._synthesize_filecoin(cs, inputs)
+        else:
+            self._synthesize_compact(cs, inputs)
+
+    def _synthesize_filecoin(self, cs: ConstraintSystem, inputs: Any) -> None:
+        """rust-fil-proofs' ``StackedCircuit::synthesize`` and ``Proof::synthesize`` (stacked/circuit/
+        proof.rs, params.rs), all challenges batched in every gadget call.
+
+        Public inputs (rust's ``generate_public_inputs`` order): the replica id, CommD, CommR, then per
+        challenge 18: tree_d's path bits packed (= the node index), each of the 6 base and 8 expander
+        parents' tree_c path bits packed (= the parent's index), the challenge as a UInt64, tree_r_last's
+        and tree_c's path bits packed (= the node index). Once: the three inputs equated to private copies
+        (1 each), the replica id's 255 bits (256), CommR = Poseidon2(CommC, CommR_last) (311 + 1). Per
+        challenge: tree_d inclusion (per level a position bit, insert_2, SHA-256 hash2 of two 255-bit
+        decompositions), the 14 parents' columns hashed (neptune, arity = layers) and included in tree_c,
+        the challenge's 64 bits, per layer the parents' labels decomposed (6, or 14 from layer 2) and the
+        label's SHA-256 (20 compressions) packed to 254 bits, the encoding (1), tree_r_last inclusion of
+        the encoded node, the column of the recomputed labels hashed and included in tree_c; each
+        inclusion: its path bits packed into its input (1) and the root equated (1)."""
+        from ..circuit.gadgets import bellman_sha256 as bsha
+        from ..circuit.gadgets import storage_proofs as sp
+        from ..circuit.gadgets.neptune_poseidon import poseidon_hash
+        from ..circuit.gadgets.sha256 import Bits, concat_bits, padding, words_bits_be
+        from ..circuit.gadgets.uint32 import VAR, UInt32
+        from ..circuit.sha256_native import IV
+
+        C, L, nb, D, G = self.challenges, self.layers, self.bits, P.DEGREE, P.DRG_DEGREE
+        ar = self.arities
+        v = inputs or {}
+        has = inputs is not None
+
+        def val(key: str) -> Any:
+            return v.get(key) if has else None
+
+        def lv(key: str, i: int) -> Any:
+            return v[key][i] if has else None
+
+        def inputize(name: str, value: Any) -> Any:
+            x = cs.alloc(name, value, ())
+            i = cs.alloc_input(f"{name} input", value, ())
+            cs.enforce(f"{name} input", i, cs.one, x)
+            return x
+
+        replica_id = inputize("replica_id", val("replica_id"))
+        rid_bits = sp.num_to_bits_le(cs, "replica_id bits", replica_id)
+        comm_d = inputize("comm_d", val("comm_d"))
+        comm_r = inputize("comm_r", val("comm_r"))
+        comm_r_last = cs.alloc("comm_r_last", val("comm_r_last"), ())
+        comm_c = cs.alloc("comm_c", val("comm_c"), ())
+        with cs.namespace("comm_r"):
+            h = poseidon_hash(cs, "H_comm_c_comm_r_last", [comm_c, comm_r_last], 2)
+            cs.enforce("comm_r = H(comm_c || comm_r_last)", comm_r, cs.one, h)
+
+        # per challenge: tree_d path, 14 parents' paths, the challenge, tree_r_last path, tree_c path
+        index = val("index")  # (C, 15): node, then its parents
+        pub = None
+        if has:
+            idx = np.asarray(index, dtype=object)
+            pub = np.concatenate([idx, idx[:, :1], idx[:, :1], idx[:, :1]], axis=1)
+        public = cs.alloc_input("challenge inputs", pub, (C, 3 + D + 1))
+        node = None if not has else np.asarray(index[:, 0], dtype=np.uint64)
+        parents = None if not has else np.asarray(index[:, 1:], dtype=np.uint64)
+
+        def inclusion(name: str, leaf: Any, idx: Any, sib: list, arities: list, kind: str, root: Any, inp: Any) -> None:
+            computed, bits = sp.por(cs, name, leaf, idx, sib, arities, kind)
+            with cs.namespace(name):
+                sp.pack_into_input(cs, "path", bits, inp)
+                cs.enforce("enforce root is correct", computed, cs.one, root)
+
+        with cs.namespace("comm_d_inclusion"):
+            data_leaf = cs.alloc("data_leaf", val("data_leaf"), (C,))
+            dpath = cs.alloc("path", val("data_path"), (C, nb))
+        inclusion(
+            "comm_d_inclusion",
+            data_leaf,
+            node,
+            [dpath[:, k : k + 1] for k in range(nb)],
+            [2] * nb,
+            "sha256",
+            comm_d,
+            public[:, 0],
+        )
+
+        with cs.namespace("parents"):
+            pcols = cs.alloc("columns", val("parent_columns"), (C, D, L))
+            h = poseidon_hash(cs, "column hash", pcols, L)  # (C, 14)
+            sib = [cs.alloc(f"path {k}", lv("parent_paths", k), (C, D, a - 1)) for k, a in enumerate(ar)]
+        inclusion("parents_inclusion", h, parents, sib, ar, "poseidon", comm_c, public[:, 1 : 1 + D])
+
+        with cs.namespace("challenge"):
+            ch_bits = sp.uint64_alloc(cs, "bits", node, (C,))
+            sp.pack_into_input(cs, "input", [ch_bits[:, i] for i in range(64)], public[:, 1 + D])
+
+        # labels: the parents' labels decomposed per layer where a label reads them (base parents in
+        # every layer, expander parents from layer 2, reading the previous layer)
+        with cs.namespace("labeling"):
+            base = sp.num_to_bits_le(cs, "drg parent bits", pcols[:, :G, :])  # (C, 6, L, 255)
+            exp = sp.num_to_bits_le(cs, "exp parent bits", pcols[:, G:, : L - 1])  # (C, 8, L-1, 255)
+
+            def vals(bits: Any) -> Any:
+                return cs.value(bits).small().astype(np.uint8) if cs.has_values else None
+
+            base_m = sp.le_bits_message(base, vals(base))
+            exp_m = sp.le_bits_message(exp, vals(exp))
+            slot_codes = np.zeros((C, L, D, 256), dtype=np.int64)
+            slot_codes[:, :, :G] = np.moveaxis(base_m.codes, 2, 1)
+            slot_codes[:, 1:, G:] = np.moveaxis(exp_m.codes, 2, 1)
+            slot_vals = None
+            if cs.has_values:
+                slot_vals = np.zeros((C, L, D, 256), dtype=np.uint8)
+                slot_vals[:, :, :G] = np.moveaxis(base_m.values, 2, 1)
+                slot_vals[:, 1:, G:] = np.moveaxis(exp_m.values, 2, 1)
+            sel = np.array([_label_slots(layer) for layer in range(1, L + 1)])  # (L, 37)
+            lsel = np.arange(L)[:, None]
+            msg_codes = slot_codes[:, lsel, sel].reshape(C, L, LABEL_PARENTS * 256)
+            msg_vals = None if slot_vals is None else slot_vals[:, lsel, sel].reshape(C, L, LABEL_PARENTS * 256)
+            msg = Bits(msg_codes, np.tile(base_m.kinds, LABEL_PARENTS), msg_vals)
+            rest = concat_bits([msg, Bits.constant(padding((2 + LABEL_PARENTS) * 256))])  # blocks 1..19
+            rid = sp.le_bits_message(rid_bits, vals(rid_bits))
+            node_be = Bits(
+                ch_bits.codes[:, ::-1], np.full(64, VAR, dtype=np.int8), None if not cs.has_values else vals(ch_bits)[:, ::-1]
+            )
+            states = []
+            for layer in range(1, L + 1):
+                layer_bits = Bits.constant([(layer >> (31 - j)) & 1 for j in range(32)])
+                block0 = concat_bits([rid, layer_bits, node_be, Bits.constant(np.zeros(160, dtype=np.int8))])
+                states.append(bsha.sha256_compression(cs, f"layer {layer} block 0", [UInt32.constant(x) for x in IV], block0))
+            state = []
+            for w in range(8):
+                kinds = states[0][w].kinds
+                if any(not np.array_equal(s[w].kinds, kinds) for s in states):
+                    raise AssertionError("SHA-256 states of the layers differ in their constant bits")
+                value = None if not cs.has_values else np.stack([s[w].value for s in states], axis=1)
+                state.append(UInt32(np.stack([s[w].codes for s in states], axis=1), kinds.copy(), value))
+            for b in range(len(rest) // 512):
+                state = bsha.sha256_compression(cs, f"block {b + 1}", state, rest[512 * b : 512 * (b + 1)])
+            digest = words_bits_be(state, (C, L))
+            labels = sp.pack_bits(cs, "label", digest[sp.BYTE_REVERSE])  # (C, L)
+
+        with cs.namespace("encode_node"):
+            key = labels[:, L - 1]
+            value = (lambda: cs.value(key) + cs.value(data_leaf)) if cs.has_values else None
+            encoded = cs.alloc("add_num", value, (C,))
+            cs.enforce("sum constraint", key + data_leaf, cs.one, encoded)
+        with cs.namespace("comm_r_last_data_inclusion"):
+            sib = [cs.alloc(f"path {k}", lv("replica_path", k), (C, a - 1)) for k, a in enumerate(ar)]
+        inclusion("comm_r_last_data_inclusion", encoded, node, sib, ar, "poseidon", comm_r_last, public[:, 2 + D])
+
+        with cs.namespace("c_x"):
+            h = poseidon_hash(cs, "column hash", [labels[:, k] for k in range(L)], L)
+            sib = [cs.alloc(f"path {k}", lv("column_path", k), (C, a - 1)) for k, a in enumerate(ar)]
+        inclusion("c_x_inclusion", h, node, sib, ar, "poseidon", comm_c, public[:, 3 + D])
+
+    def _synthesize_compact(self, cs: ConstraintSystem, inputs: Any) -> None:
         from ..circuit.gadgets import boolean, merkle, num
         from ..circuit.gadgets.poseidon import poseidon_hash
 
@@ -541,12 +708,12 @@ class PoRep(Circuit):
             cs.enforce("label = column label", boolean.pack(digest.var), cs.one, column)
 
 
-def count_constraints(proof_id: int, challenges: int) -> dict[str, int]:
+def count_constraints(proof_id: int, challenges: int, shape: str = DEFAULT_SHAPE) -> dict[str, int]:
     """The circuit's size without recording it (a counting constraint system): constraints, public
     inputs, private variables."""
     from .. import curves
 
-    circuit = PoRep(proof_id=proof_id, challenges=challenges)
+    circuit = PoRep(proof_id=proof_id, challenges=challenges, shape=shape)
     cs = ConstraintSystem(curves.get(circuit.curve))
     circuit.synthesize(cs, None)
     return {"constraints": cs.n_constraints, "inputs": cs.n_inputs - 1, "aux": cs.n_aux}
