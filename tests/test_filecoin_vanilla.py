@@ -1,5 +1,5 @@
 """Vanilla PoRep proofs: challenge derivation (against rust-fil-proofs' hard-coded vectors) and the
-binary format's refusals."""
+binary format's refusals (PoSt's version 2: tests/test_filecoin_post.py)."""
 
 from __future__ import annotations
 
@@ -45,8 +45,10 @@ def test_decode_refuses_malformed_files():
         V.decode(b"abc")
     with pytest.raises(V.VanillaError, match="not a cuzk vanilla proof"):
         V.decode(b"X" * len(head))
-    with pytest.raises(V.VanillaError, match="version 2"):
-        V.decode(V._HEAD.pack(V.MAGIC, 2, 5, 0, 1, 7) + bytes(6 * 32))
+    with pytest.raises(V.VanillaError, match=r"version 3; this cuzk reads versions 1 \(PoRep\) and 2 \(PoSt\)"):
+        V.decode(V._HEAD.pack(V.MAGIC, 3, 5, 0, 1, 7) + bytes(6 * 32))
+    with pytest.raises(V.VanillaError, match="kind 5; version 2 holds kinds 3"):
+        V.decode(V._HEAD.pack(V.MAGIC, 2, 5, 0, 1, 7) + bytes(6 * 32))  # version 2 is PoSt's
     with pytest.raises(V.VanillaError, match="not a registered seal proof"):
         V.decode(V._HEAD.pack(V.MAGIC, 1, 9999, 0, 1, 7) + bytes(6 * 32))
     with pytest.raises(V.VanillaError, match="at most"):

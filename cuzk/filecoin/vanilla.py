@@ -1,4 +1,5 @@
-"""Vanilla PoRep proofs: the challenges of a partition, and the proof's versioned binary format.
+"""Vanilla proofs: PoRep's challenges of a partition, and the versioned binary format of PoRep and PoSt
+(WindowPoSt / WinningPoSt) vanilla proofs.
 
 Challenges (rust-fil-proofs storage-proofs-porep ``stacked/vanilla/challenges.rs``, read for facts):
 
@@ -21,11 +22,24 @@ The vanilla proof file (``.cvp``, version 1), little-endian throughout::
         column: layers x [32], column_path: like replica_path          (tree_c)
         parents: 14 x u32, then per parent: column layers x [32] and its tree_c path
 
+Version 2 holds the proofs of spacetime (:mod:`.post`), little-endian throughout::
+
+    magic "cuzk-cvp" (8 bytes), version u32 = 2, kind u32 (3 = WindowPoSt, 4 = WinningPoSt: Curio's proof
+    kinds), proof_id u32 (a registered PoSt proof: 0-4 Winning, 5-9 Window V1, 10-14 Window V1_2),
+    partition u32, n_sectors u32, challenges u32 (per sector), sectors_per_partition u32,
+    sector_set_len u64, sector_challenge u64 (WinningPoSt: the sector set's size and the challenged
+    sector's index in it; 0 for WindowPoSt), randomness[32], prover_id[32]
+    per sector:
+        sector_id u64, comm_c[32], comm_r_last[32], comm_r[32]
+        per challenge: leaf index u64, leaf[32], path: per tree_r_last level (arity - 1) x [32]
+
 Field elements are 32-byte little-endian canonical integers. Every length follows from proof_id (the
 sector's node count, layers and tree shape, :mod:`.params`), so the reader checks the file's size
 against them before it allocates anything, and refuses a count above the parameters' challenges per
-partition. The JSON view (:func:`to_json` / :func:`from_json`) is the dict the PoRep circuit's inputs
-use: the same fields, integers as decimal strings, bytes as hex.
+partition (PoSt: more than 66 challenges per sector, more sectors than a WindowPoSt partition of 2349,
+or a WinningPoSt of other than 1 sector). Version 1 stays PoRep's (written and read as before). The
+JSON view (:func:`decode`; :func:`encode` takes it back) is the dict the circuits' inputs use: the same
+fields, integers as decimal strings, bytes as hex, plus ``version`` (and ``kind`` for PoSt).
 """
 
 from __future__ import annotations
@@ -37,8 +51,12 @@ from typing import Any
 from . import params as P
 
 MAGIC = b"cuzk-cvp"
-VERSION = 1
+VERSION = 1  # PoRep
+VERSION_POST = 2  # WindowPoSt / WinningPoSt
+VERSIONS = (VERSION, VERSION_POST)
 _HEAD = struct.Struct("<8sIIIIQ")
+_POST_HEAD = struct.Struct("<8sIIIIIIIQQ")
+POST_KINDS = {3: "window-post", 4: "winning-post"}  # kind number -> :mod:`.post` kind
 
 
 class VanillaError(ValueError):
@@ -155,7 +173,9 @@ def challenge_size(proof_id: int) -> int:
 
 
 def encode(obj: dict[str, Any]) -> bytes:
-    """The binary file of a vanilla proof's JSON view."""
+    """The binary file of a vanilla proof's JSON view (PoRep: version 1; PoSt, with a ``kind``: version 2)."""
+    if "kind" in obj:
+        return _encode_post(obj)
     proof_id = int(obj["proof_id"])
     depth_d, layers, arities = _shape(proof_id)
     chal = obj["challenges"]
@@ -205,8 +225,10 @@ def decode(data: bytes, where: str = "vanilla proof") -> dict[str, Any]:
     magic, version, proof_id, partition, n, sector_id = _HEAD.unpack_from(data, 0)
     if magic != MAGIC:
         raise VanillaError(f"{where}: not a cuzk vanilla proof (magic {magic!r}, expected {MAGIC!r})")
+    if version == VERSION_POST:
+        return _decode_post(data, where)
     if version != VERSION:
-        raise VanillaError(f"{where}: version {version}; this cuzk reads version {VERSION}")
+        raise VanillaError(f"{where}: version {version}; this cuzk reads versions {VERSION} (PoRep) and {VERSION_POST} (PoSt)")
     depth_d, layers, arities = _shape(proof_id)
     sp = P.PARAMS[P.sector_size_of(proof_id)]
     limit = max(sp.porep_challenges_per_partition, sp.ni_porep_challenges_per_partition)
@@ -253,6 +275,136 @@ def decode(data: bytes, where: str = "vanilla proof") -> dict[str, Any]:
             ch["parent_paths"].append(path(p))
         chals.append(ch)
     obj["challenges"] = chals
+    assert pos == len(data)
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# version 2: proofs of spacetime
+
+
+def _post_shape(kind_no: int, proof_id: int, where: str) -> tuple[str, int, list[int]]:
+    """(kind, nodes, tree_r_last arities) of a PoSt file's header."""
+    from .post import post_proof, tree_arities
+
+    kind = POST_KINDS.get(kind_no)
+    if kind is None:
+        raise VanillaError(f"{where}: kind {kind_no}; version 2 holds kinds 3 (WindowPoSt) and 4 (WinningPoSt)")
+    try:
+        pp = post_proof(proof_id)
+    except ValueError:
+        raise VanillaError(f"{where}: proof_id {proof_id} is not a registered PoSt proof (0-14)") from None
+    if pp.kind != kind:
+        raise VanillaError(f"{where}: proof_id {proof_id} is {pp.name}, not a {kind}")
+    return kind, pp.nodes, tree_arities(pp.sector_size)
+
+
+def post_challenge_size(proof_id: int) -> int:
+    """Bytes per challenge of a PoSt file: index, leaf, path."""
+    from .post import post_proof, tree_arities
+
+    return 8 + 32 + 32 * sum(a - 1 for a in tree_arities(post_proof(proof_id).sector_size))
+
+
+def _encode_post(obj: dict[str, Any]) -> bytes:
+    kind = obj["kind"]
+    nums = {v: k for k, v in POST_KINDS.items()}
+    if kind not in nums:
+        raise VanillaError(f"kind: {kind!r} is not a PoSt kind ({', '.join(nums)})")
+    proof_id = int(obj["proof_id"])
+    _kind, nodes, arities = _post_shape(nums[kind], proof_id, "vanilla proof")
+    sectors = obj["sectors"]
+    counts = {len(sec["challenges"]) for sec in sectors}
+    if len(counts) != 1:
+        raise VanillaError(f"sectors: challenges per sector differ ({sorted(counts)})")
+    out = bytearray(
+        _POST_HEAD.pack(
+            MAGIC,
+            VERSION_POST,
+            nums[kind],
+            proof_id,
+            int(obj.get("partition", 0)),
+            len(sectors),
+            counts.pop(),
+            int(obj.get("sectors_per_partition", 1)),
+            int(obj.get("sector_set_len", 0)),
+            int(obj.get("sector_challenge", 0)),
+        )
+    )
+    out += _hex32(obj["randomness"], "randomness") + _hex32(obj.get("prover_id", "00" * 32), "prover_id")
+    for s, sec in enumerate(sectors):
+        out += struct.pack("<Q", int(sec["sector_id"])) + _fe(sec["comm_c"]) + _fe(sec["comm_r_last"]) + _fe(sec["comm_r"])
+        for c, ch in enumerate(sec["challenges"]):
+            w = f"sectors[{s}].challenges[{c}]"
+            idx = int(ch["index"])
+            if not 0 <= idx < nodes:
+                raise VanillaError(f"{w}.index: {idx} is not a leaf of a {nodes}-node sector")
+            out += struct.pack("<Q", idx) + _fe(ch["leaf"])
+            path = ch["path"]
+            if len(path) != len(arities):
+                raise VanillaError(f"{w}.path: {len(path)} levels, tree_r_last has {len(arities)}")
+            node = idx
+            for (sib, pos), a in zip(path, arities, strict=True):
+                if len(sib) != a - 1:
+                    raise VanillaError(f"{w}.path: {len(sib)} siblings at a level of arity {a}")
+                if int(pos) != node % a:
+                    raise VanillaError(f"{w}.path: position {pos} does not match leaf {idx}")
+                out += b"".join(_fe(x) for x in sib)
+                node //= a
+    return bytes(out)
+
+
+def _decode_post(data: bytes, where: str) -> dict[str, Any]:
+    from .post import MAX_WINDOW_SECTORS
+
+    if len(data) < _POST_HEAD.size + 64:
+        raise VanillaError(f"{where}: {len(data)} bytes, too short for a PoSt vanilla proof header")
+    _m, version, kind_no, proof_id, partition, n_sectors, n_chal, spp, set_len, pick = _POST_HEAD.unpack_from(data, 0)
+    kind, nodes, arities = _post_shape(kind_no, proof_id, where)
+    max_sectors = 1 if kind == "winning-post" else MAX_WINDOW_SECTORS
+    if not 1 <= n_sectors <= max_sectors:
+        raise VanillaError(f"{where}: {n_sectors} sectors; a {kind} has 1 to {max_sectors}")
+    if not 1 <= n_chal <= P.WINNING_POST_CHALLENGE_COUNT:
+        raise VanillaError(f"{where}: {n_chal} challenges per sector; at most {P.WINNING_POST_CHALLENGE_COUNT}")
+    per_sector = 8 + 3 * 32 + n_chal * post_challenge_size(proof_id)
+    size = _POST_HEAD.size + 64 + n_sectors * per_sector
+    if len(data) != size:
+        raise VanillaError(
+            f"{where}: {len(data)} bytes, {size} expected for {n_sectors} sectors x {n_chal} challenges of PoSt proof {proof_id}"
+        )
+    pos = _POST_HEAD.size
+
+    def take(k: int) -> bytes:
+        nonlocal pos
+        b = data[pos : pos + k]
+        pos += k
+        return b
+
+    def fe() -> str:
+        return str(int.from_bytes(take(32), "little"))
+
+    obj: dict[str, Any] = {"version": version, "kind": kind, "proof_id": proof_id, "partition": partition}
+    obj["sectors_per_partition"] = spp
+    if kind == "winning-post":
+        obj["sector_set_len"], obj["sector_challenge"] = set_len, pick
+    obj["randomness"] = take(32).hex()
+    obj["prover_id"] = take(32).hex()
+    sectors = []
+    for _ in range(n_sectors):
+        (sid,) = struct.unpack("<Q", take(8))
+        sec: dict[str, Any] = {"sector_id": sid, "comm_c": fe(), "comm_r_last": fe(), "comm_r": fe(), "challenges": []}
+        for _ in range(n_chal):
+            (idx,) = struct.unpack("<Q", take(8))
+            if idx >= nodes:
+                raise VanillaError(f"{where}: sector {len(sectors)}: leaf index {idx} is not a leaf of a {nodes}-node sector")
+            ch: dict[str, Any] = {"index": idx, "leaf": fe(), "path": []}
+            node = idx
+            for a in arities:
+                ch["path"].append([[fe() for _ in range(a - 1)], node % a])
+                node //= a
+            sec["challenges"].append(ch)
+        sectors.append(sec)
+    obj["sectors"] = sectors
     assert pos == len(data)
     return obj
 
