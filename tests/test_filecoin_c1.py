@@ -1,16 +1,19 @@
 """Filecoin's commit-phase-1 output (C1): our sealer writes it, the reader checks every field, naming the
 JSON path, and its openings are the ones the PoRep circuit proves.
 
-No published C1 output was found to test against (see NOTES / the report: curio, lotus, filecoin-ffi,
-rust-fil-proofs and supraseal keep none in their trees except supraseal's 32 GiB bincode file, which is
-absent from the snapshot and not JSON), so the shape is pinned by field names and order read from
-rust-fil-proofs 87348a7, rust-filecoin-proofs-api 0e64ce8 and curio e0294b0f (``lib/proof/
-porep_vproof_types.go``, ``lib/proof/merkle.go``), and the contents by our native verifier."""
+No published C1 output was found to test against (curio, lotus, filecoin-ffi, rust-fil-proofs and supraseal
+keep none in their trees; supraseal's 32 GiB ``commit-phase-1-output`` is bincode and absent from the
+snapshot). The shape is pinned by field names and order read from rust-fil-proofs 87348a7,
+rust-filecoin-proofs-api 0e64ce8 and curio e0294b0f (``lib/proof/porep_vproof_types.go``,
+``lib/proof/merkle.go``) and by filecoin-ffi's own serde_json of a PreCommit1Out; the contents by a 2 KiB
+sector lotus sealed on a devnet (its on-chain CommR reproduced, so the C1 output for its seed is the one
+lotus made) and by our native verifier (see the last test)."""
 
 from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import json
 import re
 
@@ -394,3 +397,71 @@ def test_porep_parse_binary_takes_c1(sealed):
         C1.C1Error, match=r"^c1\.vanilla_proofs\.StackedDrg2KiBV1\[0\]\[0\]\.replica_column_proofs\.c_x\.column\.index: "
     ):
         circuit.parse_binary(_dump(c1))
+
+
+# ---------------------------------------------------------------------------------------------
+# external vector: a 2 KiB sector sealed by lotus 1.4.1 (rust-fil-proofs through filecoin-ffi) on a devnet
+#
+# Source: liyunpeng/netsecure at 312a1215797bfcfa302774205463b5fc164b0e41, "区块链/lotus搭建.md" (a
+# `lotus-miner sectors status --log 1` of miner t01002, 2021-04-07): a committed-capacity sector (its data is
+# all zeros: SectorStartCC, one 2048-byte filler piece), SealProof 5, sector 1, with its ticket, seed, CommD
+# and CommR CIDs, and the PreCommit1Out lotus logged (filecoin-ffi's serde_json output). The repository has
+# no licence, so only these facts are used here (no file is stored). No C1 output is published there or
+# anywhere found (curio, lotus, filecoin-ffi, rust-fil-proofs, supraseal were searched), but the C1 output
+# is a function of exactly these inputs, so reproducing CommR pins everything the openings are made of.
+
+LOTUS_MINER = 1002  # t01002
+LOTUS_SECTOR = 1
+LOTUS_TICKET = "w6HKErmBqKWfmkdk7fM5jt0jmyr6jKK71X4AkewZOqA="  # TicketValue (hex c3a1ca12...)
+LOTUS_SEED = "Yqnsh5S9uc+YmePh/endPITssoW/7qzn/b9JJLJeuoU="  # SeedValue (hex 62a9ec87...)
+LOTUS_COMM_D = "baga6ea4seaqpy7usqklokfx2vxuynmupslkeutzexe2uqurdg5vhtebhxqmpqmy"
+LOTUS_COMM_R = "bagboea4b5abcbnym7z3pgc64fk5wwsk3nsmz62jamgaa3pekzelmm3fv5q6g6zji"
+LOTUS_PC1_OUT = (
+    "eyJyZWdpc3RlcmVkX3Byb29mIjoiU3RhY2tlZERyZzJLaUJWMV8xIiwibGFiZWxzIjp7IlN0YWNrZWREcmcyS2lCVjEiOnsibGFiZWxzIjpbeyJw"
+    "YXRoIjoiL2hvbWUvZmlsLy5sb3R1c21pbmVyL2NhY2hlL3MtdDAxMDAyLTEiLCJpZCI6ImxheWVyLTEiLCJzaXplIjo2NCwicm93c190b19kaXNj"
+    "YXJkIjo1fSx7InBhdGgiOiIvaG9tZS9maWwvLmxvdHVzbWluZXIvY2FjaGUvcy10MDEwMDItMSIsImlkIjoibGF5ZXItMiIsInNpemUiOjY0LCJy"
+    "b3dzX3RvX2Rpc2NhcmQiOjV9XSwiX2giOm51bGx9fSwiY29uZmlnIjp7InBhdGgiOiIvaG9tZS9maWwvLmxvdHVzbWluZXIvY2FjaGUvcy10MDEw"
+    "MDItMSIsImlkIjoidHJlZS1kIiwic2l6ZSI6MTI3LCJyb3dzX3RvX2Rpc2NhcmQiOjV9LCJjb21tX2QiOlsyNTIsMTI2LDE0NiwxMzAsMTUwLDIy"
+    "OSwyMiwyNTAsMTczLDIzMywxMzQsMTc4LDE0MywxNDYsMjEyLDc0LDc5LDM2LDE4NSw1Myw3Miw4MiwzNSw1NSwxMDYsMTIxLDE0NCwzOSwxODgs"
+    "MjQsMjQ4LDUxXX0="
+)
+
+
+def _leb128(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def test_external_lotus_2kib_sector_commr_and_c1():
+    from cuzk.filecoin import cid
+
+    prover = _leb128(LOTUS_MINER).ljust(32, b"\0")  # curio make_prover_id: the id's LEB128, left-aligned
+    assert prover[:2] == b"\xea\x07"
+    ticket, seed = base64.b64decode(LOTUS_TICKET), base64.b64decode(LOTUS_SEED)
+    sealed = seal(np.zeros((64, 32), np.uint8), 5, prover, LOTUS_SECTOR, ticket)
+    # CommD (the zero 2 KiB piece) and CommR exactly as lotus put them on chain: replica id, SDR labels over
+    # the V1_1 graph, tree_c over the columns, the encoding, tree_r_last and CommR all match Filecoin's
+    assert sealed.comm_d == cid.piece_commitment_from_cid(LOTUS_COMM_D)
+    assert sealed.comm_r_bytes() == cid.sealed_commitment_from_cid(LOTUS_COMM_R)
+    # filecoin-ffi's own serde_json (the PreCommit1Out): compact, the sector size's V1 variant as the enum
+    # key, a PhantomData field as "_h":null (as in Column), 32-byte values as arrays of integers
+    pc1 = base64.b64decode(LOTUS_PC1_OUT)
+    assert pc1.startswith(b'{"registered_proof":"StackedDrg2KiBV1_1","labels":{"StackedDrg2KiBV1":{"labels":[{')
+    assert b'"_h":null' in pc1 and b" " not in pc1
+    assert bytes(json.loads(pc1)["comm_d"]) == sealed.comm_d
+    # the C1 output lotus's commit phase 1 made from these inputs (its SNARK proof is in the log; checking it
+    # needs Filecoin's 2 KiB verifying key, which no code repository carries)
+    env = C1.write_c1(sealed, seed, ticket, sector_num=LOTUS_SECTOR, prover_id=prover, sector_id=LOTUS_SECTOR)
+    out = C1.parse_c1(env)
+    assert out.comm_r == sealed.comm_r_bytes() and out.seed == seed and out.sector_num == 1
+    (op,) = out.openings
+    assert [c["index"] for c in op["challenges"]] == V.interactive_challenges(64, sealed.replica_id, seed, 0, 2) == [48, 12]
+    porep.verify_openings(op)
+    # a regression pin on the exact bytes written (our output, not an external value)
+    assert hashlib.sha256(base64.b64decode(json.loads(env)["Phase1Out"])).hexdigest() == (
+        "44e62d06ee9ee504243b3dd35f97ff75875fb7f3b134a61b0a855b21cbd008ac"
+    )
