@@ -346,6 +346,11 @@ def test_malformed_inputs_are_refused_in_one_line(bare):
         (_dump({k: v for k, v in good.items() if k != "SectorSize"}), r"envelope: missing 'SectorSize'"),
         (_dump({k: v for k, v in json.loads(bare).items() if k != "ticket"}), r"c1: missing 'ticket'"),
         (b"cuzk-cvp", r"C1 output: not JSON: .*"),
+        (b'{"a": NaN}', r"C1 output: not JSON this reader takes: NaN is not a JSON number$"),
+        (
+            _dump({**good, "SectorNum": 4, "SectorNum ": 0})[:-1] + b',"SectorNum":5}',
+            r"C1 output: not JSON this reader takes: duplicate key 'SectorNum' in an object$",
+        ),
     ]
     for data, pattern in cases:
         msg = _err(data)

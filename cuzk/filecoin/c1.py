@@ -56,7 +56,9 @@ leaf against Poseidon(rows), each labeling proof's node, layer and parents again
 the encoding proof against the last labeling proof); the challenges against their derivation (interactive:
 from the replica id and the seed; synthetic: the synthetic set, selected by the seed; NI-PoRep: from the
 replica id and CommR). It does not
-re-hash the trees or the labels: :func:`.porep.verify_openings` does that on the openings.
+re-hash the trees or the labels: :func:`.porep.verify_openings` does that on the openings. As serde does,
+unknown keys are ignored; unlike Python's json module (and like serde_json) NaN / Infinity and duplicate
+keys are refused.
 
 The openings (one dict per partition) are the JSON view :meth:`.porep.PoRep.parse_inputs` takes (the keys of
 :func:`.porep.challenge_openings`, plus ``partition`` and ``seed``).
@@ -333,13 +335,33 @@ class C1Output:
     openings: list[dict | None] = field(default_factory=list)
 
 
+class _Refused(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _Refused(f"duplicate key {dup[:40]!r} in an object")
+    return out
+
+
 def _load_json(data: bytes, where: str) -> Any:
+    """Strict JSON as serde_json reads it: UTF-8, no NaN / Infinity, no duplicate keys in an object."""
     try:
         text = bytes(data).decode("utf-8")
     except UnicodeDecodeError as e:
         raise C1Error(f"{where}: not UTF-8 JSON (byte {e.start})") from None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    except _Refused as e:
+        raise C1Error(f"{where}: not JSON this reader takes: {e}") from None
     except json.JSONDecodeError as e:
         raise C1Error(f"{where}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:
