@@ -1,4 +1,5 @@
-"""Build hook: generate the gRPC code from proto/cuzk/v1/proving.proto (grpc_tools.protoc).
+"""Build hook: generate the gRPC code from proto/cuzk/daemon/v1/proving.proto (ours) and
+proto/curio/cuzk/v1/proving.proto (the original Curio daemon's, vendored) with grpc_tools.protoc.
 
 Everything else about the package is in pyproject.toml. The generated modules go to
 cuzk/server/_gen/ in the build (wheel) and, for an editable install, in the source tree; they are
@@ -49,9 +50,10 @@ class BuildPyWithProto(build_py):
             return
         out = os.path.join(self.build_lib, "cuzk", "server")
         pg.generate(os.path.join(out, "_gen"), root)
-        dst = os.path.join(out, "proto", "cuzk", "v1")
-        os.makedirs(dst, exist_ok=True)
-        shutil.copy2(os.path.join(root, pg.PROTO_REL), dst)
+        for rel in (pg.PROTO_REL, os.path.join(pg.CURIO_DIR, pg.CURIO_REL)):
+            dst = os.path.join(out, "proto", os.path.dirname(rel))
+            os.makedirs(dst, exist_ok=True)
+            shutil.copy2(os.path.join(root, rel), dst)
 
 
 setup(cmdclass={"build_py": BuildPyWithProto})

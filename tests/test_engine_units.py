@@ -117,14 +117,15 @@ def test_protogen_generates_and_detects_stale(tmp_path):
     from cuzk.server import protogen
 
     root = tmp_path / "proto"
-    (root / "cuzk" / "v1").mkdir(parents=True)
-    src = (ROOT / "proto" / protogen.PROTO_REL).read_text()
-    (root / protogen.PROTO_REL).write_text(src)
+    for rel in (protogen.PROTO_REL, f"{protogen.CURIO_DIR}/{protogen.CURIO_REL}"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text((ROOT / "proto" / rel).read_text())
     out = tmp_path / "gen"
     protogen.generate(out, root)
-    data = (root / protogen.PROTO_REL).read_bytes()
+    data = protogen.proto_bytes(root)
     assert protogen._fresh(out, data)
     assert "from . import proving_pb2" in (out / "proving_pb2_grpc.py").read_text()
+    assert "from . import curio_pb2" in (out / "curio_pb2_grpc.py").read_text()
     assert not protogen._fresh(out, data + b"\n// changed\n")
     pb, _ = protogen.load()
     assert {m.name for m in pb.DESCRIPTOR.services_by_name["ProvingEngine"].methods} == {
@@ -140,7 +141,9 @@ def test_protogen_generates_and_detects_stale(tmp_path):
         "RegisterCircuit",
         "ListCircuits",
     }
-    assert pb.DESCRIPTOR.package == "cuzk.v1"
+    assert pb.DESCRIPTOR.package == "cuzk.daemon.v1"
+    cpb, _ = protogen.load_curio()  # the original Curio daemon's API, its descriptor's name as upstream
+    assert cpb.DESCRIPTOR.package == "cuzk.v1" and cpb.DESCRIPTOR.name == "cuzk/v1/proving.proto"
 
 
 # -- journal --------------------------------------------------------------------------------------

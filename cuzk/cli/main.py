@@ -779,7 +779,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--curve", default="bls12_381", help="bls12_381 (default) or bn254")
     s.set_defaults(fn=cmd_demo)
 
-    s = sub.add_parser("daemon", help="run the proving daemon (gRPC cuzk.v1.ProvingEngine) until SIGTERM")
+    s = sub.add_parser("daemon", help="run the proving daemon (gRPC cuzk.daemon.v1 and Curio's cuzk.v1) until SIGTERM")
     s.add_argument("--config", help="TOML config file (see cuzk/engine/cuzk.example.toml); default: built-in defaults")
     s.add_argument("--listen", help="override daemon.listen: unix:///path.sock or host:port")
     s.add_argument("--log-level", help="override logging.level (debug, info, warning, error)")

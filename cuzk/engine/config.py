@@ -188,6 +188,24 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
         'file that receives one TIMELINE CSV line per pipeline event (cuzk-bench timeline reads it); "" = off '
         "(CUZK_TIMELINE=1 also writes them to stderr)",
     ),
+    (
+        "curio",
+        "enabled",
+        True,
+        "bool",
+        "also serve the original Curio cuzk daemon's API (gRPC cuzk.v1.ProvingEngine, proto/curio/cuzk/v1/proving.proto) "
+        "on daemon.listen, beside cuzk's own (cuzk.daemon.v1), so Curio's client works unchanged",
+    ),
+    (
+        "curio",
+        "circuits",
+        {},
+        "table",
+        "which registered circuit proves a Curio request: <kind>_<registered_proof> = circuit id, kind one of porep "
+        "(POREP_SEAL_COMMIT), snap (SNAP_DEALS_UPDATE), wpost (WINDOW_POST_PARTITION), winning (WINNING_POST), "
+        'registered_proof Filecoin\'s number, e.g. {porep_5 = "porep-2k"} (RegisteredSealProof 5 = StackedDrg2KiBV1_1); '
+        "a request with no entry is refused naming the key it needs",
+    ),
 ]
 
 CIRCUIT_KEYS: list[tuple[str, object, str, str]] = [
@@ -287,6 +305,26 @@ def parse_affinity(table: dict[Any, Any], where: str) -> dict[int, frozenset[str
         if not isinstance(ids, list) or not ids or not all(isinstance(x, str) and x for x in ids):
             raise ConfigError(f'{where}.{k}: expected "any", a circuit id or a list of circuit ids, got {v!r}')
         out[o] = None if "any" in ids else frozenset(ids)
+    return out
+
+
+# the original Curio daemon's ProofKind values, by the names [curio] circuits uses
+CURIO_KINDS = {"porep": 1, "snap": 2, "wpost": 3, "winning": 4}
+
+
+def parse_curio_circuits(table: dict[Any, Any], where: str) -> dict[tuple[int, int], str]:
+    """{(proof kind, registered proof): circuit id} from ``[curio] circuits`` (keys like "porep_5")."""
+    out: dict[tuple[int, int], str] = {}
+    for k, v in table.items():
+        m = re.fullmatch(r"([a-z]+)_(\d{1,9})", str(k))
+        if m is None or m.group(1) not in CURIO_KINDS:
+            raise ConfigError(
+                f"{where}: key {k!r}: expected <kind>_<registered proof number>, kind one of {', '.join(CURIO_KINDS)} "
+                '(e.g. porep_5 = "porep-2k")'
+            )
+        if not isinstance(v, str) or not v:
+            raise ConfigError(f"{where}.{k}: expected a circuit id, got {v!r}")
+        out[(CURIO_KINDS[m.group(1)], int(m.group(2)))] = v
     return out
 
 
@@ -508,6 +546,7 @@ def load_config(
         if isinstance(dev, bool) or not isinstance(dev, int) or dev < 0:
             raise ConfigError(f"{where}: gpus.devices: expected GPU ordinals (integers >= 0), got {dev!r}")
     sections["gpus"]["affinity"] = parse_affinity(sections["gpus"]["affinity"], f"{where}: gpus.affinity")
+    sections["curio"]["circuits"] = parse_curio_circuits(sections["curio"]["circuits"], f"{where}: curio.circuits")
     for cid in sections["srs"]["preload"]:
         if not isinstance(cid, str):
             raise ConfigError(f"{where}: srs.preload: expected circuit ids (strings), got {cid!r}")

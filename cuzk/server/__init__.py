@@ -1,1 +1,1 @@
-"""The proving daemon behind gRPC (``cuzk.v1.ProvingEngine``): server, HTTP status endpoint, client."""
+"""The proving daemon behind gRPC (``cuzk.daemon.v1.ProvingEngine``, and Curio's ``cuzk.v1``): server, HTTP status endpoint, client."""

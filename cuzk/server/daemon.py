@@ -1,4 +1,5 @@
-"""The daemon process: engine + gRPC server (+ optional HTTP status endpoint), signals, drain.
+"""The daemon process: engine + gRPC server (cuzk.daemon.v1 and, unless ``[curio] enabled = false``, the
+original Curio daemon's cuzk.v1 on the same listener) (+ optional HTTP status endpoint), signals, drain.
 
 ``Daemon(config).start()`` serves in the calling process (the demo and the tests use it that way);
 ``run(config)`` is ``cuzk daemon``: it serves until SIGTERM/SIGINT, then stops accepting, lets in-flight
@@ -72,6 +73,7 @@ class Daemon:
         self.engine = Engine(config)
         self.server: grpc.Server | None = None
         self.http = None
+        self.curio = None  # the cuzk.v1 (Curio) servicer, when [curio] enabled
         self.address = ""
         self._unix_path = None
         self._stopped = threading.Event()
@@ -114,6 +116,12 @@ class Daemon:
             ThreadPoolExecutor(max_workers=max(4, cfg.daemon.grpc_threads), thread_name_prefix="cuzk-grpc"), options=opts
         )
         pb_grpc.add_ProvingEngineServicer_to_server(ProvingEngineService(self.engine), self.server)
+        if cfg.curio.enabled:  # the original Curio daemon's API (cuzk.v1) on the same listener
+            from .curio import CurioService
+
+            _cpb, cpb_grpc = protogen.load_curio()
+            self.curio = CurioService(self.engine)
+            cpb_grpc.add_ProvingEngineServicer_to_server(self.curio, self.server)
         try:
             if kind == "unix":
                 # bound before any engine thread exists, so the process-wide umask is safe to change:
@@ -142,11 +150,30 @@ class Daemon:
         if self.http is not None:
             self.http.start()
         log.info(
-            "event=daemon_listening address=%s http=%s pid=%d",
+            "event=daemon_listening address=%s http=%s curio=%s pid=%d",
             self.address,
             self.http.address if self.http else "off",
+            "on" if cfg.curio.enabled else "off",
             os.getpid(),
         )
+        if cfg.curio.enabled:
+            self._log_curio_map()
+
+    def _log_curio_map(self) -> None:
+        from ..engine.config import CURIO_KINDS
+
+        names = {v: k for k, v in CURIO_KINDS.items()}
+        known = {c["spec"]["id"] for c in self.engine.list_circuits()}
+        for (kind, rp), cid in sorted(self.config.curio.circuits.items()):
+            if cid in known:
+                log.info("event=curio_circuit key=%s_%d circuit=%s", names[kind], rp, cid)
+            else:
+                log.warning(
+                    'event=curio_circuit_missing key=%s_%d circuit=%s msg="not registered: such requests are refused until it is"',
+                    names[kind],
+                    rp,
+                    cid,
+                )
 
     def stop(self, drain_timeout: float | None = None) -> bool:
         if self._stopped.is_set():

@@ -1,4 +1,5 @@
-"""The gRPC servicer: maps ``cuzk.v1.ProvingEngine`` calls onto the engine.
+"""The gRPC servicer: maps ``cuzk.daemon.v1.ProvingEngine`` calls (cuzk's own API) onto the engine; the
+original Curio daemon's ``cuzk.v1`` API is :mod:`.curio`.
 
 Errors answer with a status code and a one-line message: unknown circuit or job -> NOT_FOUND, a
 malformed request -> INVALID_ARGUMENT naming the field, queue full -> RESOURCE_EXHAUSTED, shutting down
