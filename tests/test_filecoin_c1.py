@@ -470,3 +470,68 @@ def test_external_lotus_2kib_sector_commr_and_c1():
     assert hashlib.sha256(base64.b64decode(json.loads(env)["Phase1Out"])).hexdigest() == (
         "44e62d06ee9ee504243b3dd35f97ff75875fb7f3b134a61b0a855b21cbd008ac"
     )
+
+
+def test_32gib_shape_partition():
+    """A 32 GiB-shaped partition (Sub tree proofs: 9 octree levels and an arity-8 sub level, tree_d depth
+    30, 11 layers, 18 challenges) read through the same checks; zero labels keep it cheap to make. Its
+    Merkle paths are not real, so only the reader is exercised (verify_openings would refuse it)."""
+    from cuzk.circuit.poseidon import poseidon_hash
+    from cuzk.filecoin.graph import StackedGraph
+
+    pid, layers, nodes = 8, 11, 1 << 30
+    nodes_, layers_, kb, arities, variant = C1._shape(pid)
+    assert (nodes_, layers_, kb, arities, variant) == (nodes, layers, 9, [8] * 10, "Sub")
+    rid, seed = bytes(range(31)) + b"\x01", bytes(range(1, 33))
+    comm_r, comm_d = (5).to_bytes(32, "little"), (7).to_bytes(32, "little")
+    comm_c, comm_r_last = (11).to_bytes(32, "little"), (13).to_bytes(32, "little")
+    zero = bytes(32)
+    leaf = poseidon_hash([0] * layers, layers).to_bytes(32, "little")
+    graph = StackedGraph.for_proof(pid)
+
+    def levels(node: int, ar: list[int]) -> list:
+        out = []
+        for a in ar:
+            out.append(([(node % 251).to_bytes(32, "little")] * (a - 1), node % a))
+            node //= a
+        return out
+
+    def column(node: int) -> dict:
+        m = C1._Merkle(comm_c, leaf, levels(node, arities))
+        return {
+            "column": {"index": node, "rows": [list(zero)] * layers, "_h": None},
+            "inclusion_proof": C1._merkle_json(m, kb, variant),
+        }
+
+    chals = V.interactive_challenges(nodes, rid, seed, 3, 18)
+    proofs = []
+    for i in chals:
+        ps = graph.parents(i)
+        labs = [{"parents": [list(zero)] * 37, "layer_index": layer, "node": i} for layer in range(1, layers + 1)]
+        proofs.append(
+            {
+                "comm_d_proofs": C1._merkle_json(C1._Merkle(comm_d, zero, levels(i, [2] * 30)), 30, "Single"),
+                "comm_r_last_proof": C1._merkle_json(C1._Merkle(comm_r_last, zero, levels(i, arities)), kb, variant),
+                "replica_column_proofs": {
+                    "c_x": column(i),
+                    "drg_parents": [column(p) for p in ps[:6]],
+                    "exp_parents": [column(p) for p in ps[6:]],
+                },
+                "labeling_proofs": labs,
+                "encoding_proof": labs[-1],
+            }
+        )
+    hdr = C1.C1Output("StackedDrg32GiBV1_1", pid, 32 << 30, comm_r, comm_d, rid, seed, zero, 10, 18)
+    plist = [[]] * 3 + [proofs]
+    op = C1._convert_partition(hdr, plist, 3, "c1.vanilla_proofs.StackedDrg32GiBV1")
+    assert [c["index"] for c in op["challenges"]] == chals and op["comm_c"] == "11" and op["comm_r_last"] == "13"
+    ch = op["challenges"][0]
+    assert len(ch["data_path"]) == 30 and len(ch["replica_path"]) == 10 and len(ch["parent_paths"][13]) == 10
+    assert all(len(sib) == 7 for sib, _ in ch["column_path"]) and len(ch["column"]) == 11
+    body = proofs[0]["comm_r_last_proof"]["data"]["Sub"]
+    assert len(body["base_proof"]["path"]) == 9 and len(body["sub_proof"]["path"]) == 1
+    body["sub_proof"]["path"][0]["index"] = (body["sub_proof"]["path"][0]["index"] + 1) % 8
+    with pytest.raises(
+        C1.C1Error, match=r"\[3\]\[0\]\.comm_r_last_proof: its path leads to node \d+, the challenge is node \d+$"
+    ):
+        C1._convert_partition(hdr, plist, 3, "c1.vanilla_proofs.StackedDrg32GiBV1")

@@ -632,8 +632,11 @@ def write_c1(
     synthetic set selected by ``seed``; NI-PoRep: from the replica id and CommR). ``sector_num`` wraps it in Curio's envelope
     (``{"SectorNum", "Phase1Out", "SectorSize"}``). ``ticket`` is recorded as given; with ``prover_id`` and
     ``sector_id`` it is checked to give the sealed replica id."""
+    import numpy as np
+
     from . import porep
     from .sdr import replica_id as make_replica_id
+    from .trees import FR
 
     pid = int(sealed.proof_id)
     name = proof_name(pid)
@@ -658,8 +661,10 @@ def write_c1(
         m = _Merkle(bytes(root), bytes(leaf), [([bytes(b(s)) for s in sib], int(pos)) for sib, pos in path])
         return _merkle_json(m, kb, variant)
 
+    leaf_c: dict[int, int] = {}  # tree_c leaves (column hashes) of the opened nodes
+
     def column_proof(node: int, col: list[str], path: list, root: str) -> dict:
-        leaf = _leaf_int(leaves_c, node)
+        leaf = leaf_c[node]
         return {
             "column": {"index": node, "rows": [b(x) for x in col], "_h": None},
             "inclusion_proof": pm(b(leaf), b(root), path),
@@ -669,6 +674,9 @@ def write_c1(
     for k in range(parts):
         chals = _expected_challenges(pid, nodes, rid, comm_r, seed, k, per)
         op = porep.challenge_openings(sealed, chals)
+        opened = sorted({n for ch in op["challenges"] for n in (ch["index"], *ch["parents"])} - leaf_c.keys())
+        if opened:
+            leaf_c.update(zip(opened, FR.to_ints(leaves_c[np.array(opened)]), strict=True))
         proofs = []
         for ch in op["challenges"]:
             i = ch["index"]
@@ -711,13 +719,6 @@ def write_c1(
         return raw
     env = {"SectorNum": int(sector_num), "Phase1Out": base64.b64encode(raw).decode(), "SectorSize": P.sector_size_of(pid)}
     return json.dumps(env, separators=(",", ":")).encode()
-
-
-def _leaf_int(level: Any, i: int) -> int:
-    """Leaf ``i`` of a Montgomery level of a Poseidon tree as an integer."""
-    from .trees import FR
-
-    return FR.to_ints(level[i : i + 1])[0]
 
 
 __all__ = [
