@@ -201,12 +201,13 @@ def test_parse_inputs_errors(window, winning):
         post.WinningPoSt(sectors=2)
 
 
-def test_circuits_satisfied(window, winning):
-    assert check(post.WindowPoSt(), window) is None
-    assert check(post.WinningPoSt(), winning) is None
+@pytest.mark.parametrize("shape", ["filecoin", "compact"])
+def test_circuits_satisfied(window, winning, shape):
+    assert check(post.WindowPoSt(shape=shape), window) is None
+    assert check(post.WinningPoSt(shape=shape), winning) is None
     # a partition of one sector: the circuit repeats it (as rust does)
     one = dict(window, sectors=window["sectors"][:1])
-    assert check(post.WindowPoSt(), one) is None
+    assert check(post.WindowPoSt(shape=shape), one) is None
 
 
 def test_circuit_tampered_names_the_namespace(window, winning):
@@ -227,16 +228,28 @@ def test_circuit_tampered_names_the_namespace(window, winning):
     first = check(w, bad)
     assert first is not None and "tree_r_last/root = CommR_last [instance 65, 0]" in first
     # tampering a witness value inside a gadget: the constraint using it is named
-    cs = TestCS(curves.get(w.curve), tamper={"tree_r_last/level 1/hash/out": lambda v: v + 1})
+    cs = TestCS(curves.get(w.curve), tamper={"tree_r_last/path/level 1/hash/out": lambda v: v + 1})
     w.synthesize(cs, w.parse_inputs(winning))
-    assert "tree_r_last/level 1/hash/out" in (cs.which_is_unsatisfied() or "")
+    assert "tree_r_last/path/level 1/hash/out" in (cs.which_is_unsatisfied() or "")
+    # the compact shape names the same places
+    c = post.WindowPoSt(shape="compact")
+    c.verify_natively = False
+    bad = copy.deepcopy(window)
+    bad["sectors"][1]["challenges"][4]["path"][0][0][1] = "7"
+    first = check(c, bad)
+    assert first is not None and "tree_r_last/root = CommR_last [instance 1, 4]" in first
 
 
 def test_recording_equals_counting_and_witness_satisfies(window, winning, tmp_path_factory):
     folder = tmp_path_factory.mktemp("circuits")
-    for c, obj, kind in ((post.WindowPoSt(), window, post.WINDOW), (post.WinningPoSt(), winning, post.WINNING)):
+    cases = [
+        (cls(shape=shape), obj, kind, shape)
+        for cls, obj, kind in ((post.WindowPoSt, window, post.WINDOW), (post.WinningPoSt, winning, post.WINNING))
+        for shape in post.SHAPES
+    ]
+    for c, obj, kind, shape in cases:
         rec = record(c, cache=folder)
-        assert rec.layout.n_constraints == post.count_constraints(kind)["constraints"]
+        assert rec.layout.n_constraints == post.count_constraints(kind, shape=shape)["constraints"]
         w = witness(c, obj, rec.layout)
         assert len(rec.pce.unsatisfied(w)) == 0
         # public inputs: per circuit sector its CommR, then its challenges' leaf indices (rust's order)
@@ -260,24 +273,39 @@ def test_recording_equals_counting_and_witness_satisfies(window, winning, tmp_pa
 
 
 def test_constraint_counts():
-    # ours (a counting constraint system)
-    assert post.count_constraints(post.WINDOW) == {"constraints": 16_832, "inputs": 22, "aux": 17_094}
-    assert post.count_constraints(post.WINNING)["constraints"] == 69_564
-    assert post.count_constraints(post.WINDOW, 13) == {"constraints": 96_440_544, "inputs": 25_839, "aux": 98_063_703}
-    assert post.count_constraints(post.WINNING, 3) == {"constraints": 284_988, "inputs": 132, "aux": 289_608}
-    # rust-fil-proofs' counts, reproduced by the model of its gadgets:
-    # filecoin-proofs src/constants.rs WINDOW_POST_SECTOR_COUNT comments (32 / 64 GiB partitions)
+    count = post.count_constraints
+    # shape "filecoin": rust-fil-proofs' numbers exactly: filecoin-proofs src/constants.rs
+    # WINDOW_POST_SECTOR_COUNT comments (one 32 / 64 GiB WindowPoSt partition)
+    assert count(post.WINDOW, 13)["constraints"] == 125_279_217
+    assert count(post.WINDOW, 14)["constraints"] == 129_887_900
+    assert count(post.WINDOW, 13)["inputs"] == 2349 * 11
+    # storage-proofs-post tests/fallback_circuit.rs: base-8 trees of 64 leaves (= 2 KiB), 5 challenges per
+    # sector: 3 sectors 16,869 constraints and 19 inputs (with ONE), 2 sectors 11,246 and 13
+    assert count(post.WINDOW, 10, 3, 5) == {"constraints": 16_869, "inputs": 18, "aux": 17_067}
+    assert count(post.WINDOW, 10, 2, 5)["constraints"] == 11_246 and count(post.WINDOW, 10, 2, 5)["inputs"] + 1 == 13
+    # ... and its sub (8-4, 256 leaves) and top (8-4-2, 512 leaves) trees, shapes no Filecoin size has
+    from cuzk.circuit.cs import ConstraintSystem
+
+    for arities, want in (([8, 8, 4], 22_674), ([8, 8, 4, 2], 27_384)):
+        c = post.WindowPoSt(10, 3, 5)
+        c.arities, c.nodes = arities, int(np.prod(arities))
+        c.bits = c.nodes.bit_length() - 1
+        cs = ConstraintSystem(curves.get(c.curve))
+        c.synthesize(cs, None)
+        assert (cs.n_constraints, cs.n_inputs) == (want, 19)
+        assert post.rust_constraint_count(arities, 3, 5) == want
+    # the model of rust's gadgets agrees (and with its 32 GiB base-8 BenchCS test)
     assert post.rust_constraint_count(post.tree_arities(32 << 30), 2349, 10) == 125_279_217
-    assert post.rust_constraint_count(post.tree_arities(64 << 30), 2300, 10) == 129_887_900
-    # storage-proofs-post tests/fallback_circuit.rs (5 challenges per sector, 64 leaves per base tree)
-    assert post.rust_constraint_count([8, 8], 3, 5) == 16_869
-    assert post.rust_constraint_count([8, 8, 4], 3, 5) == 22_674
-    assert post.rust_constraint_count([8, 8, 4, 2], 3, 5) == 27_384
-    assert post.rust_constraint_count([8, 8], 2, 5) == 11_246
-    assert post.rust_constraint_count([8] * 10, 5, 10) == 266_665  # its 32 GiB base-8 BenchCS test
-    # the same shape as fallback_circuit.rs's base-8 test (64 leaves, 3 sectors x 5): same inputs (19 with ONE)
-    ours = post.count_constraints(post.WINDOW, 10, 3, 5)
-    assert ours["inputs"] + 1 == 19 and ours["constraints"] == 3 * (236 + 5 * 818)
+    assert post.rust_constraint_count([8] * 10, 5, 10) == 266_665
+    # Filecoin's sizes: 2 KiB and 32 GiB, both kinds, both shapes
+    assert count(post.WINDOW)["constraints"] == 21_866 and count(post.WINNING)["constraints"] == 90_750
+    assert count(post.WINNING, 3) == {"constraints": 370_590, "inputs": 132, "aux": 375_210}
+    assert count(post.WINDOW, shape="compact") == {"constraints": 16_832, "inputs": 22, "aux": 17_094}
+    assert count(post.WINNING, shape="compact")["constraints"] == 69_564
+    assert count(post.WINDOW, 13, shape="compact") == {"constraints": 96_440_544, "inputs": 25_839, "aux": 98_063_703}
+    assert count(post.WINNING, 3, shape="compact") == {"constraints": 284_988, "inputs": 132, "aux": 289_608}
+    # compact per challenge: 30 index bits + pack, 10 x (insert 20 + Poseidon 385), root; per sector 236
+    assert count(post.WINDOW, 13, 1, 1, shape="compact")["constraints"] == 236 + 31 + 10 * 405 + 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,6 +349,52 @@ def test_binary_round_trip_and_refusals(window, winning):
     # PoRep's version 1 is read as before
     porep_head = V._HEAD.pack(V.MAGIC, 1, 5, 0, 1, 7) + bytes(6 * 32)
     assert V.decode(porep_head + bytes(V.challenge_size(5)))["proof_id"] == 5
+
+
+def test_rust_bincode_sector_proofs(window, winning):
+    """rust's per-sector vanilla proof (bincode FallbackPoStSectorProof, what Curio sends): our openings
+    written in that layout and read back give the same dict; malformed bytes are refused in one line."""
+    blobs = [post.sector_proof_to_bincode(sec, 10) for sec in window["sectors"]]
+    # 2 KiB (a base-only tree): per proof tag + root + leaf + 2 levels of (len, 7 hashes, index)
+    assert len(blobs[0]) == 8 + 32 + 16 + 10 * (4 + 64 + 8 + 2 * (8 + 7 * 32 + 8)) + 64
+    back = post.post_from_bincode(post.WINDOW, 10, RANDOMNESS, blobs)
+    assert back == window
+    post.verify_post_openings(back)
+    w = post.post_from_bincode(post.WINNING, 0, RANDOMNESS, [post.sector_proof_to_bincode(winning["sectors"][0], 0)])
+    assert w["sectors"] == winning["sectors"]
+    # a 32 GiB (Sub: base 9 levels + sub) and 64 GiB (Top) sector proof round-trip
+    for pid in (13, 14):
+        ar = post.tree_arities(post.post_proof(pid).sector_size)
+        idx = 123_456_789
+        path, node = [], idx
+        for a in ar:
+            path.append([[str(7 * a + j) for j in range(a - 1)], node % a])
+            node //= a
+        sec = {"sector_id": 9, "comm_c": "1", "comm_r_last": "2", "comm_r": "3"}
+        sec["challenges"] = [{"index": idx, "leaf": "5", "path": path}]
+        assert post.sector_proof_from_bincode(post.sector_proof_to_bincode(sec, pid), pid) == sec
+    b = blobs[0]
+    tag_at = 8 + 32 + 16
+    for data, msg in (
+        (b[:-1], r"truncated at byte \d+ \(comm_r_last\)"),
+        (b + b"\0", "1 bytes after the proof"),
+        (b[:40] + struct.pack("<Q", 2) + b[48:], "2 sector proofs, expected 1"),
+        (b[:48] + struct.pack("<Q", 1 << 40) + b[56:], "1099511627776 inclusion proofs; 1 to 66 expected"),
+        (b[:tag_at] + struct.pack("<I", 1) + b[tag_at + 4 :], "inclusion proof 0: a Sub proof; 2048-byte sectors have Single"),
+        (b[: tag_at + 68] + struct.pack("<Q", 3) + b[tag_at + 76 :], "inclusion proof 0 path: 3 levels, the tree has 2"),
+        (
+            b[: tag_at + 76] + struct.pack("<Q", 6) + b[tag_at + 84 :],
+            r"inclusion proof 0 path\[0\]: 6 hashes at a level of arity 8",
+        ),
+        (b[: tag_at + 4] + bytes(32) + b[tag_at + 36 :], "inclusion proof 0: its root is not the proof's CommR_last"),
+        (b[:8] + b"\xff" * 32 + b[40:], "comm_r: not a field element"),
+    ):
+        with pytest.raises(post.BincodeError, match=msg):
+            post.sector_proof_from_bincode(data, 10)
+    with pytest.raises(post.BincodeError, match="3 sector proofs; a partition holds 1 to 2"):
+        post.post_from_bincode(post.WINDOW, 10, RANDOMNESS, blobs + blobs[:1])
+    with pytest.raises(post.BincodeError, match="PoSt proof 0 is StackedDrgWinning2KiBV1, not a window-post"):
+        post.post_from_bincode(post.WINDOW, 0, RANDOMNESS, blobs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,7 +444,7 @@ def test_gen_vanilla_post(tmp_path):
 
 @pytest.mark.slow
 def test_daemon_winning_post(tmp_path, monkeypatch, winning):
-    """A 2 KiB WinningPoSt (69,564 constraints) proved through the daemon (CPU backend) from its binary
+    """A 2 KiB WinningPoSt (rust's shape: 90,750 constraints) proved through the daemon (CPU backend) from its binary
     vanilla proof; the proof verifies with the key's verifying key; a tampered vanilla proof is refused at
     submission, naming the sector and challenge."""
     from test_daemon import daemon
