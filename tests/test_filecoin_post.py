@@ -210,6 +210,11 @@ def test_circuits_satisfied(window, winning, shape):
     assert check(post.WindowPoSt(shape=shape), one) is None
 
 
+def test_sample_inputs():
+    for c in (post.WindowPoSt(), post.WinningPoSt(shape="compact")):
+        assert check(c, c.sample_inputs(5)) is None  # fake replicas (random leaves and CommC), checked natively
+
+
 def test_circuit_tampered_names_the_namespace(window, winning):
     c = post.WindowPoSt()
     c.verify_natively = False  # past the native check, the circuit itself must refuse

@@ -28,9 +28,13 @@ filecoin-proofs ``src/api/{window_post,winning_post,post_util}.rs``, ``src/param
 
 :func:`post_openings` opens a PoSt from sealed sectors, :func:`verify_post_openings` checks it natively
 (ValueError "sector s (id N): challenge c (leaf i): ..."), :class:`WindowPoSt` / :class:`WinningPoSt`
-are the circuits, :func:`count_constraints` counts one without recording it, and
-:func:`rust_constraint_count` is the count of rust-fil-proofs' circuit of the same shape (a model of its
-gadgets, checked against its published numbers in tests).
+are the circuits (``shape="filecoin"``, the default: rust's constraint structure, so rust's counts:
+125,279,217 for a 32 GiB WindowPoSt partition, as filecoin-proofs ``constants.rs`` states;
+``shape="compact"``: our cheaper gadgets, 96,440,544), :func:`count_constraints` counts one without
+recording it, :func:`rust_constraint_count` is a closed-form model of rust's count, and
+:func:`post_from_bincode` / :func:`sector_proof_from_bincode` read rust's per-sector vanilla proofs
+(bincode ``FallbackPoStSectorProof``, what filecoin-ffi returns and Curio forwards). The binary vanilla
+file of a PoSt is ``.cvp`` version 2 (:mod:`.vanilla`).
 """
 
 from __future__ import annotations
