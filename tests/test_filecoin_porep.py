@@ -1,6 +1,8 @@
 """Filecoin's PoRep (SDR) circuit on a sealed 2 KiB sector: the openings (JSON view of a vanilla proof)
-checked natively, the circuit satisfied by honest openings and unsatisfied where a tampered one fails,
-the recording satisfied by the witness, the public inputs in their documented order."""
+checked natively, the circuit (both shapes: "filecoin", rust-fil-proofs' constraint structure, and
+"compact", ours) satisfied by honest openings and unsatisfied where a tampered one fails, the recording
+satisfied by the witness, the public inputs in their documented order; the constraint counts against
+rust-fil-proofs' published ones."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 
 from cuzk import curves
 from cuzk.circuit.circuit import CircuitError, check, record, witness
-from cuzk.circuit.cs import TestCS, Unsatisfied, WitnessCS
+from cuzk.circuit.cs import ConstraintSystem, TestCS, Unsatisfied, WitnessCS
 from cuzk.filecoin import porep
 from cuzk.filecoin.graph import StackedGraph
 from cuzk.filecoin.seal import seal
@@ -97,8 +99,40 @@ def test_parse_inputs_errors(openings):
         porep.PoRep(challenges=10**9)
 
 
-def test_circuit_satisfied(openings):
-    assert check(porep.PoRep(challenges=2), openings) is None
+@pytest.mark.parametrize("shape", [pytest.param("filecoin", marks=pytest.mark.slow), "compact"])
+def test_circuit_satisfied(openings, shape):
+    assert check(porep.PoRep(challenges=2, shape=shape), openings) is None
+
+
+def test_shape_parameter():
+    assert porep.PoRep().shape == porep.DEFAULT_SHAPE == "filecoin"
+    assert porep.PoRep(shape="compact").params["shape"] == "compact"  # in the recording's cache key
+    with pytest.raises(CircuitError, match="shape 'bellman'"):
+        porep.PoRep(shape="bellman")
+
+
+def test_constraint_counts_match_rust_fil_proofs():
+    """One 32 GiB partition (proof id 8 = StackedDrg32GiBV1_1, 18 challenges): rust-fil-proofs' published
+    circuit info gives 130,278,541 constraints; the "filecoin" shape reproduces it exactly (counting
+    constraint system, nothing recorded). Public inputs: 3 + 18 per challenge. The compact shape: 0.685x."""
+    r = porep.count_constraints(8, 18)
+    assert r["constraints"] == 130_278_541 and r["inputs"] == 3 + 18 * 18
+    assert porep.count_constraints(8, 18, shape="compact")["constraints"] == 89_233_475
+
+
+@pytest.mark.parametrize(
+    ("arities", "nodes", "want"),
+    [([2, 2, 2], 8, 1_206_212), ([8], 8, 1_199_620), ([8, 4], 32, 1_296_576), ([8, 4, 2], 64, 1_346_982)],
+)
+def test_same_shape_as_stacked_circuit_rs(arities, nodes, want):
+    """storage-proofs-porep/tests/stacked_circuit.rs: 2 layers, 1 challenge, 8 nodes per base tree, trees
+    U2 / U8 / U8-U4 / U8-U4-U2: its asserted constraint counts, 22 inputs (ONE included), reproduced by
+    giving a PoRep instance that shape."""
+    c = porep.PoRep(5, 1)
+    c.nodes, c.layers, c.bits, c.arities = nodes, 2, nodes.bit_length() - 1, arities
+    cs = ConstraintSystem(curves.get(c.curve))
+    c.synthesize(cs, None)
+    assert (cs.n_constraints, cs.n_inputs) == (want, 22)
 
 
 class AllUnsatisfied(TestCS):
@@ -119,7 +153,7 @@ class AllUnsatisfied(TestCS):
                 self.unsatisfied.append(Unsatisfied(self.path(name), self.failed[-1][1], self.n_constraints + int(i)))
 
 
-def test_circuit_tampered(openings):
+def test_circuit_tampered_compact(openings):
     """Challenge 0: a parent's label changed (its tree_c path cannot follow): the first unsatisfied
     constraint is that parent's inclusion in tree_c, then the recomputed label of the layer it enters
     differs from the column's; challenge 1: a wrong replica leaf: the encoding and
@@ -127,7 +161,7 @@ def test_circuit_tampered(openings):
     bad = copy.deepcopy(openings)
     bad["challenges"][0]["parent_columns"][3][1] = str(int(bad["challenges"][0]["parent_columns"][3][1]) ^ 1)
     bad["challenges"][1]["replica_leaf"] = str(int(bad["challenges"][1]["replica_leaf"]) + 1)
-    c = porep.PoRep(challenges=2)
+    c = porep.PoRep(challenges=2, shape="compact")
     with pytest.raises(CircuitError, match=r"challenge 0 \(node \d+\): parent 3 .*column path does not reach CommC"):
         c.parse_inputs(bad)  # the daemon's native check refuses it at submission, naming the challenge
     c.verify_natively = False  # past that check, the circuit itself must refuse it too
@@ -143,17 +177,44 @@ def test_circuit_tampered(openings):
     ]
 
 
-def test_recording_and_witness(openings, tmp_path_factory):
+@pytest.mark.slow
+def test_circuit_tampered_filecoin(openings):
+    """The faithful circuit on the same tampered parent label (challenge 0) and a wrong tree_r_last
+    sibling (challenge 1; this shape never reads the replica leaf: it encodes the recomputed label): the
+    parent's tree_c root, challenge 0's tree_r_last and tree_c roots (the changed label enters layer 2's
+    label, the last one: the encoding and the column hash change), challenge 1's tree_r_last root."""
+    bad = copy.deepcopy(openings)
+    bad["challenges"][0]["parent_columns"][3][1] = str(int(bad["challenges"][0]["parent_columns"][3][1]) ^ 1)
+    sib = bad["challenges"][1]["replica_path"][1][0]
+    sib[2] = str(int(sib[2]) + 1)
     c = porep.PoRep(challenges=2)
+    c.verify_natively = False
+    cs = AllUnsatisfied(curves.get(c.curve))
+    c.synthesize(cs, c.parse_inputs(bad))
+    assert cs.failed == [
+        ("parents_inclusion/enforce root is correct", (0, 3)),
+        ("comm_r_last_data_inclusion/enforce root is correct", (0,)),
+        ("comm_r_last_data_inclusion/enforce root is correct", (1,)),
+        ("c_x_inclusion/enforce root is correct", (0,)),
+    ]
+
+
+@pytest.mark.parametrize("shape", ["filecoin", "compact"])
+def test_recording_and_witness(openings, tmp_path_factory, shape):
+    c = porep.PoRep(challenges=2, shape=shape)
     rec = record(c, cache=tmp_path_factory.mktemp("circuits"))
-    assert rec.layout.n_constraints == porep.count_constraints(5, 2)["constraints"]
+    assert rec.layout.n_constraints == porep.count_constraints(5, 2, shape=shape)["constraints"]
     w = witness(c, openings, rec.layout)
     assert len(rec.pce.unsatisfied(w)) == 0
-    # public inputs: replica id, CommD, CommR, then per challenge its index and its 14 parents
     cs = WitnessCS(curves.get(c.curve))
     c.synthesize(cs, c.parse_inputs(openings))
     want = [int.from_bytes(bytes.fromhex(openings[k]), "little") for k in ("replica_id", "comm_d")]
     want.append(int(openings["comm_r"]))
     for ch in openings["challenges"]:
-        want += [ch["index"], *ch["parents"]]
+        if shape == "filecoin":
+            # rust-fil-proofs' order: tree_d path, the 14 parents' tree_c paths, the challenge, tree_r_last
+            # path, tree_c path (each path's bits packed: the node's index)
+            want += [ch["index"], *ch["parents"], ch["index"], ch["index"], ch["index"]]
+        else:  # per challenge its index and its 14 parents
+            want += [ch["index"], *ch["parents"]]
     assert cs.public_inputs() == want

@@ -205,37 +205,49 @@ def maj(cs: ConstraintSystem, name: str, a: UInt32, b: UInt32, c: UInt32) -> UIn
 class MultiEq:
     """Equalities of bit-packed values added up into one constraint (bellman's ``MultiEq``): each new
     equality is shifted by the bits used so far; the sum is emitted as one constraint when the next
-    equality would reach the field's capacity (bits - 1) and at :meth:`flush`."""
+    equality would reach the field's capacity (bits - 1) and at :meth:`flush`.
+
+    The pending left side is kept per operand word (a word in two of the pending sums, as the round's
+    temp1 words in the deferred ``a`` and ``e``, gets one term per bit with the coefficients added): the
+    same constraint with fewer terms to evaluate."""
 
     def __init__(self, cs: ConstraintSystem, name: str = "multieq"):
         self.cs, self.name = cs, name
         self.capacity = cs.field.bits - 1
         self.bits_used = 0
         self.ops = 0
-        self.lhs: list[tuple[int, np.ndarray]] = []
+        self.words: dict[int, list] = {}  # id(word) -> [word, coefficient]
         self.rhs: list[tuple[int, np.ndarray]] = []
-        self.const = 0  # the constant of lhs - rhs
 
-    def enforce_equal(
-        self, num_bits: int, lhs: list[tuple[int, np.ndarray]], lhs_const: int, rhs: list[tuple[int, np.ndarray]]
-    ) -> None:
+    def enforce_equal(self, num_bits: int, words: Sequence[UInt32], rhs: list[tuple[int, np.ndarray]]) -> None:
+        """sum(words) = the packed ``rhs`` terms, an equality of ``num_bits`` bits."""
         if self.capacity <= self.bits_used + num_bits:
             self.flush()
         if self.capacity <= self.bits_used + num_bits:
             raise SynthesisError(f"{self.cs.path(self.name)}: an equality of {num_bits} bits does not fit the field")
         if self.cs.wants_constraints:
             s = 1 << self.bits_used
-            self.lhs += [(k * s, c) for k, c in lhs]
+            for w in words:
+                e = self.words.get(id(w))
+                if e is None:
+                    self.words[id(w)] = [w, s]
+                else:
+                    e[1] += s
             self.rhs += [(k * s, c) for k, c in rhs]
-            self.const += lhs_const * s
         self.bits_used += num_bits
 
     def flush(self) -> None:
         if self.bits_used == 0:
             return
         if self.cs.wants_constraints:
-            self.cs.enforce(f"{self.name} {self.ops}", LC(self.lhs) + self.const, self.cs.one, LC(self.rhs))
-        self.lhs, self.rhs, self.const = [], [], 0
+            terms: list[tuple[int, np.ndarray]] = []
+            const = 0
+            for w, s in self.words.values():
+                t, k = w._pack_terms()
+                terms += [(c * s, codes) for c, codes in t]
+                const += k * s
+            self.cs.enforce(f"{self.name} {self.ops}", LC(terms) + const, self.cs.one, LC(self.rhs))
+        self.words, self.rhs = {}, []
         self.bits_used = 0
         self.ops += 1
 
@@ -262,17 +274,8 @@ def addmany(cs: ConstraintSystem, name: str, meq: MultiEq, words: Sequence[UInt3
         vals_bits = ((v[..., None] >> np.arange(n, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
     bits = cs.alloc(name, vals_bits, (*shape, n))
     enforce_boolean(cs, name, bits)
-    terms: list[tuple[int, np.ndarray]] = []
-    const = 0
-    if cs.wants_constraints:
-        for w in ws:
-            t, k = w._pack_terms()
-            terms += t
-            const += k
-        rhs = [(1 << i, bits.codes[..., i]) for i in range(n)]
-    else:
-        rhs = []
-    meq.enforce_equal(n, terms, const, rhs)
+    rhs = [(1 << i, bits.codes[..., i]) for i in range(n)] if cs.wants_constraints else []
+    meq.enforce_equal(n, ws, rhs)
     out_value = None if value is None else np.broadcast_to(value, shape).astype(np.uint32)
     return UInt32(np.ascontiguousarray(bits.codes[..., :32]), np.full(32, VAR, dtype=np.int8), out_value)
 
