@@ -63,6 +63,15 @@ class VanillaCube(Cube):
         return {"x": struct.unpack("<Q", data[4:12])[0]}
 
 
+class SlowCube(VanillaCube):
+    """VanillaCube whose witness takes a second: a job stays in flight long enough to be joined."""
+
+    def synthesize(self, cs: Any, inputs: Any) -> None:
+        if inputs is not None:
+            time.sleep(1.0)
+        super().synthesize(cs, inputs)
+
+
 class RequestCube(Cube):
     """Cube whose binary input is Curio's SubmitProofRequest (PoSt / SnapDeals): x = its first vanilla proof."""
 
@@ -73,7 +82,15 @@ class RequestCube(Cube):
 
 
 HERE = "test_curio_wire"
-MAP = {"porep_5": "cube", "porep_8": "cube2", "wpost_5": "post", "winning_5": "post", "snap_1": "snap2", "porep_6": "gone"}
+MAP = {
+    "porep_5": "cube",
+    "porep_8": "cube2",
+    "porep_7": "slow",
+    "wpost_5": "post",
+    "winning_5": "post",
+    "snap_1": "snap2",
+    "porep_6": "gone",
+}
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +115,7 @@ def daemon(zk: Path, **over: Any):
             ("cube2", "VanillaCube", {"partitions": 2}),
             ("post", "RequestCube", {}),
             ("snap2", "RequestCube", {"partitions": 2}),
+            ("slow", "SlowCube", {}),
         ):
             ours.register(cid, python=f"{HERE}:{cls}", python_params=params, zkey=str(zk))
         # Curio's client: plaintext gRPC on unix://path, 256 MiB limits (lib/cuzk/client.go)
@@ -249,6 +267,27 @@ def test_commit_phase1_json(served):
     # the output's registered proof must be the request's (registered proof 8 is mapped here, to cube2)
     r = stub.Prove(cpb.ProveRequest(submit=porep_request("porep-1000-31", env, rp=8)), timeout=60).result
     assert r.status == cpb.AwaitProofResponse.FAILED and "the request's registered_proof is 8" in r.error_message
+
+
+def test_retry_joins_the_same_request_in_flight(served):
+    """A retry of a request still in flight (Curio's Prove deadline ran out) waits for that job; the same id
+    with other content meanwhile gets a job of its own, and the first caller still gets its own proof."""
+    d, stub, _ours, vk = served
+    rid = "porep-1000-40"
+    s = stub.SubmitProof(porep_request(rid, envelope(vanilla(40)), rp=7), timeout=30)
+    first = d.curio.resolve(rid)
+    r = stub.Prove(cpb.ProveRequest(submit=porep_request(rid, envelope(vanilla(40)), rp=7)), timeout=60).result
+    assert r.status == cpb.AwaitProofResponse.COMPLETED and d.curio.resolve(rid) == first  # joined, not re-queued
+    check_cube(d, vk, rid, r.proof, 40)
+    s = stub.SubmitProof(porep_request(rid, envelope(vanilla(41)), rp=7), timeout=30)
+    second = d.curio.resolve(rid)
+    r = stub.Prove(cpb.ProveRequest(submit=porep_request(rid, envelope(vanilla(42)), rp=7)), timeout=60).result
+    third = d.curio.resolve(rid)
+    assert len({first, second, third}) == 3 and r.status == cpb.AwaitProofResponse.COMPLETED
+    check_cube(d, vk, rid, r.proof, 42)
+    rec = d.engine.await_job(second, 60)
+    assert rec.status == "COMPLETED" and rec.partitions[0].public[0] == 41**3 + 41 + 5
+    assert s.job_id == rid
 
 
 def test_submit_await_cancel(served):
