@@ -16,7 +16,9 @@ per challenged node the circuit checks
 * CommR = Poseidon2(CommC, CommR_last).
 
 :func:`challenge_openings` gives the JSON view of a vanilla proof of one partition from a sealed sector,
-:func:`verify_openings` checks it natively, :class:`PoRep` is the circuit.
+:func:`verify_openings` checks it natively, :class:`PoRep` is the circuit, in two shapes: ``"filecoin"``
+(default) with rust-fil-proofs' constraint structure and count (the gadgets of
+:mod:`cuzk.circuit.gadgets.bellman_sha256`, ``neptune_poseidon``, ``storage_proofs``), ``"compact"`` ours.
 """
 
 from __future__ import annotations
@@ -267,21 +269,19 @@ def _le_bytes_order() -> np.ndarray:
 
 class PoRep(Circuit):
     """One partition of Filecoin's SDR PoRep (V1.1) circuit: ``challenges`` challenged nodes of a sector of
-    registered seal proof ``proof_id`` (5 = StackedDrg2KiBV1_1: 64 nodes, 2 layers).
-
-    Public inputs, in order: the replica id, CommD (its 32 bytes read little-endian), CommR; then per
-    challenge its node index followed by its 14 parents' indices (6 base, 8 expander). CommC and
-    CommR_last are private. One decomposition of each index into log2(nodes) bits serves tree_d's path,
-    tree_c's and tree_r_last's paths (every arity is a power of two) and the label's node field.
-
-    Inputs: the dict of :func:`challenge_openings`.
+    registered seal proof ``proof_id`` (5 = StackedDrg2KiBV1_1: 64 nodes, 2 layers). Inputs: the dict of
+    :func:`challenge_openings`.
 
     ``shape``: ``"filecoin"`` (the default) is rust-fil-proofs' ``StackedCircuit`` constraint structure,
     gadget for gadget (bellman's SHA-256, neptune's Poseidon, its insertion, PoR, 255-bit non-strict
-    decompositions, UInt64 node index, packed path-bit public inputs; see :meth:`_synthesize_filecoin`):
-    its constraint count is Filecoin's. ``"compact"`` is our cheaper circuit (the gadgets of
-    :mod:`cuzk.circuit.gadgets.sha256` / ``poseidon``, 0.685x the constraints), described above; the two
-    have different public inputs."""
+    decompositions, UInt64 node index, packed path-bit public inputs; see :meth:`_synthesize_filecoin`
+    for its public inputs): its constraint count is Filecoin's (130,278,541 for a 32 GiB partition).
+    ``"compact"`` is our cheaper circuit (the gadgets of :mod:`cuzk.circuit.gadgets.sha256` / ``poseidon``,
+    0.685x the constraints). Its public inputs, in order: the replica id, CommD (its 32 bytes read
+    little-endian), CommR; then per challenge its node index followed by its 14 parents' indices (6 base,
+    8 expander). CommC and CommR_last are private. One decomposition of each index into log2(nodes) bits
+    serves tree_d's path, tree_c's and tree_r_last's paths (every arity is a power of two) and the label's
+    node field."""
 
     def __init__(self, proof_id: int = 5, challenges: int = 2, shape: str = DEFAULT_SHAPE):
         if shape not in SHAPES:
