@@ -467,7 +467,7 @@ class PoRep(Circuit):
             return x
 
         replica_id = inputize("replica_id", val("replica_id"))
-        rid_bits = sp.num_to_bits_le(cs, "replica_id bits", replica_id)
+        rid_bits, rid_vals = sp.num_to_bits_le_values(cs, "replica_id bits", replica_id)
         comm_d = inputize("comm_d", val("comm_d"))
         comm_r = inputize("comm_r", val("comm_r"))
         comm_r_last = cs.alloc("comm_r_last", val("comm_r_last"), ())
@@ -519,14 +519,8 @@ class PoRep(Circuit):
         # labels: the parents' labels decomposed per layer where a label reads them (base parents in
         # every layer, expander parents from layer 2, reading the previous layer)
         with cs.namespace("labeling"):
-            base = sp.num_to_bits_le(cs, "drg parent bits", pcols[:, :G, :])  # (C, 6, L, 255)
-            exp = sp.num_to_bits_le(cs, "exp parent bits", pcols[:, G:, : L - 1])  # (C, 8, L-1, 255)
-
-            def vals(bits: Any) -> Any:
-                return cs.value(bits).small().astype(np.uint8) if cs.has_values else None
-
-            base_m = sp.le_bits_message(base, vals(base))
-            exp_m = sp.le_bits_message(exp, vals(exp))
+            base_m = sp.le_bits_message(*sp.num_to_bits_le_values(cs, "drg parent bits", pcols[:, :G, :]))  # (C, 6, L)
+            exp_m = sp.le_bits_message(*sp.num_to_bits_le_values(cs, "exp parent bits", pcols[:, G:, : L - 1]))  # (C, 8, L-1)
             slot_codes = np.zeros((C, L, D, 256), dtype=np.int64)
             slot_codes[:, :, :G] = np.moveaxis(base_m.codes, 2, 1)
             slot_codes[:, 1:, G:] = np.moveaxis(exp_m.codes, 2, 1)
@@ -541,10 +535,12 @@ class PoRep(Circuit):
             msg_vals = None if slot_vals is None else slot_vals[:, lsel, sel].reshape(C, L, LABEL_PARENTS * 256)
             msg = Bits(msg_codes, np.tile(base_m.kinds, LABEL_PARENTS), msg_vals)
             rest = concat_bits([msg, Bits.constant(padding((2 + LABEL_PARENTS) * 256))])  # blocks 1..19
-            rid = sp.le_bits_message(rid_bits, vals(rid_bits))
-            node_be = Bits(
-                ch_bits.codes[:, ::-1], np.full(64, VAR, dtype=np.int8), None if not cs.has_values else vals(ch_bits)[:, ::-1]
-            )
+            rid = sp.le_bits_message(rid_bits, rid_vals)
+            node_vals = None
+            if cs.has_values:
+                assert node is not None
+                node_vals = ((node[:, None] >> np.arange(63, -1, -1, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+            node_be = Bits(ch_bits.codes[:, ::-1], np.full(64, VAR, dtype=np.int8), node_vals)  # UInt64 to_bits_be
             states = []
             for layer in range(1, L + 1):
                 layer_bits = Bits.constant([(layer >> (31 - j)) & 1 for j in range(32)])

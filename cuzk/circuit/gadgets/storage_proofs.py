@@ -50,12 +50,18 @@ def canonical_bits(cs: ConstraintSystem, x: Var | LC, n: int = 256) -> np.ndarra
 
 def num_to_bits_le(cs: ConstraintSystem, name: str, x: Var | LC) -> Var:
     """bellman's non-strict ``to_bits_le``: (*B, field bits) boolean variables, one packing constraint."""
+    return num_to_bits_le_values(cs, name, x)[0]
+
+
+def num_to_bits_le_values(cs: ConstraintSystem, name: str, x: Var | LC) -> tuple[Var, np.ndarray | None]:
+    """:func:`num_to_bits_le` and the bits' 0/1 values (*B, field bits) uint8 (None without values), so
+    that callers need not read them back from the system."""
     nb = cs.field.bits
     vals = canonical_bits(cs, x, nb) if cs.has_values else None
     bits = alloc_bits(cs, name, vals, (*as_lc(x).shape, nb))
     if cs.wants_constraints:
         cs.enforce(f"{name} unpacking", pack(bits) - x, cs.one, 0)
-    return bits
+    return bits, vals
 
 
 def le_bits_message(bits: Var, values: np.ndarray | None) -> Bits:
@@ -200,8 +206,7 @@ def sha256_hash2(cs: ConstraintSystem, name: str, left: Operand, right: Operand)
         parts = []
         for k, x in enumerate((left, right)):
             xl = as_lc(x)
-            bits = num_to_bits_le(cs, f"{k}_num_into_bits", xl)
-            vals = cs.value(bits).small().astype(np.uint8) if cs.has_values else None
+            bits, vals = num_to_bits_le_values(cs, f"{k}_num_into_bits", xl)
             parts.append(le_bits_message(bits, vals))
         d = bellman_sha256.sha256(cs, "hash", concat_bits(parts))
         return pack_bits(cs, "pack_le", d[BYTE_REVERSE])
