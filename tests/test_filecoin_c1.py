@@ -386,14 +386,10 @@ def test_sub_and_top_merkle_proofs(variant, arities, base):
 
 
 def test_porep_parse_binary_takes_c1(sealed):
-    """Once PoRep.parse_binary recognizes a C1 JSON (the hook in porep.py), Curio's envelope is the
-    daemon's vanilla proof for PoRep; skipped until then."""
+    """PoRep.parse_binary recognizes a C1 JSON: Curio's envelope is the daemon's vanilla proof for PoRep."""
     env = C1.write_c1(sealed, SEED, TICKET, sector_num=SECTOR)
     circuit = porep.PoRep(proof_id=5, challenges=2)
-    try:
-        obj = circuit.parse_binary(env)
-    except CircuitError as e:
-        pytest.skip(f"porep.PoRep.parse_binary does not take C1 JSON yet ({e})")
+    obj = circuit.parse_binary(env)
     assert obj == C1.partition_openings(env, 0)
     circuit.parse_inputs(obj)
     c1 = json.loads(base64.b64decode(json.loads(env)["Phase1Out"]))

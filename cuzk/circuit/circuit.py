@@ -53,9 +53,10 @@ class Circuit:
         CircuitError with a one-line message for bad inputs."""
         return obj
 
-    def parse_binary(self, data: bytes) -> Any:
-        """One partition's inputs given as bytes (a request's ``vanilla_proof``) as the JSON object
-        :meth:`parse_inputs` takes; circuits with a binary input format override this."""
+    def parse_binary(self, data: bytes, partition: int = 0) -> Any:
+        """Partition ``partition``'s inputs given as bytes (a request's ``vanilla_proof``) as the JSON
+        object :meth:`parse_inputs` takes; circuits with a binary input format override this (a format
+        holding every partition, such as Filecoin's commit-phase-1 output, is read for the one named)."""
         raise CircuitError(f"{type(self).__name__} takes no binary inputs; send inputs_json")
 
     def partition_inputs(self, obj: Any) -> list[Any]:

@@ -296,7 +296,7 @@ class Engine:
         if kind == "vanilla":
             if c.python is None:
                 raise InvalidArgument(f"{field}: circuit {c.id!r} is not a Python circuit; it takes no binary inputs")
-            return Part(i, kind, inputs=c.parse_python_inputs(c.parse_python_binary(data, field), field))
+            return Part(i, kind, inputs=c.parse_python_inputs(c.parse_python_binary(data, field, i), field))
         if not c.takes_inputs():
             raise InvalidArgument(f"{field}: circuit {c.id!r} has no wasm to compute a witness; send a .wtns witness")
         obj = self._json(data, field)
@@ -317,8 +317,14 @@ class Engine:
 
     def _split_request(self, c: Circuit, payloads: list[tuple[str, bytes]], field: str) -> list[tuple[str, bytes]]:
         """A multi-partition Python circuit takes one request with one inputs object for all its
-        partitions: split it (the circuit's partition_inputs) into one payload per partition."""
-        if c.python is None or c.partitions == 1 or len(payloads) != 1 or payloads[0][0] != "inputs":
+        partitions: split it (the circuit's partition_inputs) into one payload per partition. One
+        binary vanilla proof given for all partitions (Filecoin's commit-phase-1 output) becomes the
+        same bytes for each: partition i reads its own part of them."""
+        if c.python is None or c.partitions == 1 or len(payloads) != 1:
+            return payloads
+        if payloads[0][0] == "vanilla":
+            return payloads * c.partitions
+        if payloads[0][0] != "inputs":
             return payloads
         parts = c.split_python_inputs(self._json(payloads[0][1], field), field)
         return [("inputs", json.dumps(p, separators=(",", ":")).encode()) for p in parts]

@@ -213,11 +213,12 @@ class Circuit:
         except Exception as e:
             raise InvalidArgument(f"{field}: {self.spec.python} refused the inputs: {type(e).__name__}: {e}") from None
 
-    def parse_python_binary(self, data: bytes, field: str) -> Any:
-        """A Python circuit's binary inputs (a vanilla proof) as its JSON inputs (the circuit's parse_binary)."""
+    def parse_python_binary(self, data: bytes, field: str, partition: int = 0) -> Any:
+        """A Python circuit's binary inputs (a vanilla proof) of one partition as its JSON inputs (the
+        circuit's parse_binary)."""
         assert self.python is not None
         try:
-            return self.python.parse_binary(bytes(data))
+            return self.python.parse_binary(bytes(data), partition)
         except CuzkError as e:
             raise InvalidArgument(f"{field}: {e}") from None
         except ValueError as e:  # format errors of the circuit's own readers

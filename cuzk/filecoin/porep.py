@@ -305,9 +305,15 @@ class PoRep(Circuit):
     # ---- inputs
     verify_natively = True  # parse_inputs checks every opening natively (the daemon refuses bad ones at submit)
 
-    def parse_binary(self, data: bytes) -> Any:
-        """A vanilla proof file (:mod:`.vanilla`, ``.cvp``) as the JSON view :meth:`parse_inputs` takes."""
+    def parse_binary(self, data: bytes, partition: int = 0) -> Any:
+        """A vanilla proof as the JSON view :meth:`parse_inputs` takes: our ``.cvp`` file (:mod:`.vanilla`,
+        one partition), or Filecoin's commit-phase-1 output (:mod:`.c1`: Curio's envelope or the bare
+        C1 JSON, every partition; ``partition`` picks one)."""
+        from .c1 import is_c1, partition_openings
         from .vanilla import VanillaError, decode
+
+        if is_c1(data):
+            return partition_openings(data, partition)
 
         try:
             return decode(data)

@@ -409,7 +409,7 @@ class FallbackPoSt(Circuit):
     # ---- inputs
     verify_natively = True  # parse_inputs checks every opening natively first (the daemon refuses at submit)
 
-    def parse_binary(self, data: bytes) -> Any:
+    def parse_binary(self, data: bytes, partition: int = 0) -> Any:
         """A vanilla proof file (:mod:`.vanilla`, ``.cvp`` version 2) as the JSON view."""
         from .vanilla import VanillaError, decode
 
