@@ -746,6 +746,15 @@ zkey = "{h8.key}"
             res = c.prove(cid, witness=h8.witness(1))
             assert res.ok, res.error
             got[cid] = d.engine.lookup(res.job_id)
+            assert (res.deadline_ms, res.deadline_met) == (
+                (got[cid].deadline_ms, got[cid].deadline_met) if cid != "none" else (0.0, None)
+            )  # the client sees what the engine judged
+        c.register("rpc", h8.r1cs, zkey=h8.key, deadline_s=0.001)
+        assert {x["id"]: x for x in c.list_circuits()}["rpc"]["deadline_s"] == 0.001
+        res = c.prove("rpc", witness=h8.witness(2))
+        assert res.ok and res.deadline_met is False and res.deadline_ms == 1.0
+        with pytest.raises(DaemonError, match=r"circuit\.deadline: "):
+            c.register("nan", h8.r1cs, zkey=h8.key, deadline_s=float("nan"))
         assert got["roomy"].deadline_ms == 3.6e6 and got["roomy"].deadline_met is True
         assert got["tight"].deadline_ms == 1.0 and got["tight"].deadline_met is False
         assert got["none"].deadline_met is None

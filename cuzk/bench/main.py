@@ -5,8 +5,10 @@
     cuzk-bench status | metrics | preload CIRCUIT
     cuzk-bench timeline FILE [--png OUT.png]             utilization per device, waterfall plot
     cuzk-bench synth package.module:Class [--circuit-params JSON]   synthesis alone (no daemon)
+    cuzk-bench gen-vanilla --sector-size 2KiB --out DIR [--keys]   vanilla proofs of every kind (+ config)
+    cuzk-bench stress --job CIRCUIT=FILE[:WEIGHT] ... -c COUNT -j CONC   a mix of proof kinds at once
 
-INPUT is a .wtns witness or an inputs .json file, one per partition of the circuit. Every proof the
+INPUT is a .wtns witness, an inputs .json file or a .cvp vanilla proof, one per partition of the circuit. Every proof the
 daemon returns is checked: a batch with any failed job exits 1. The daemon address comes from --addr or
 CUZK_ADDR (see ``cuzk daemon``).
 """
@@ -181,9 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("preload", help="load a circuit's SRS into the HOT tier")
     s.add_argument("circuit")
     s.set_defaults(fn=cmd_preload)
+    from .gen_vanilla import add_parser as add_gen_vanilla
+    from .stress import add_parser as add_stress
     from .synth import add_parser as add_synth
 
     add_synth(sub)
+    add_gen_vanilla(sub)
+    add_stress(sub)
     return p
 
 

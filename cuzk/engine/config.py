@@ -275,6 +275,8 @@ def parse_duration(v: object, where: str) -> float:
     if isinstance(v, (int, float)):
         if v < 0:
             raise ConfigError(f"{where}: negative duration {v}")
+        if not float(v) < float("inf"):  # NaN or infinite (a double from an RPC)
+            raise ConfigError(f"{where}: expected a finite duration, got {v}")
         return float(v)
     if isinstance(v, str):
         m = _DUR.match(v)

@@ -94,6 +94,8 @@ class ProofResult:
     submitted_at: float = 0.0
     completed_at: float = 0.0
     attempts: int = 0
+    deadline_ms: float = 0.0  # the circuit's deadline (0 = none)
+    deadline_met: bool | None = None  # None: no deadline (or not finished)
     partition_phases: list[dict] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)
 
@@ -137,6 +139,8 @@ class ProofResult:
             submitted_at=r.submitted_at,
             completed_at=r.completed_at,
             attempts=r.attempts,
+            deadline_ms=r.deadline_ms,
+            deadline_met={pb.DEADLINE_MET: True, pb.DEADLINE_MISSED: False}.get(r.deadline),
             partition_phases=[dict(p.phases_ms) for p in r.partitions],
             devices=[p.device for p in r.partitions],
         )
@@ -291,6 +295,7 @@ class Client:
         replace: bool = False,
         python: str = "",
         python_params: dict | None = None,
+        deadline_s: float = 0.0,
     ) -> dict:
         def ab(p: str) -> str:
             return os.path.abspath(p) if p else ""
@@ -308,6 +313,7 @@ class Client:
             max_queue=max_queue,
             python=python,
             python_params=json.dumps(python_params) if python_params else "",
+            deadline_s=deadline_s,
         )
         r = self._call("RegisterCircuit", pb.RegisterCircuitRequest(circuit=spec, replace=replace))
         return _info(r.circuit) | {"already_registered": r.already_registered}
@@ -331,6 +337,7 @@ def _info(c) -> dict:
         "max_queue": s.max_queue,
         "python": s.python,
         "python_params": json.loads(s.python_params) if s.python_params else {},
+        "deadline_s": s.deadline_s,
         "n_constraints": c.n_constraints,
         "n_wires": c.n_wires,
         "n_public": c.n_public,

@@ -86,6 +86,8 @@ def record_to_pb(rec: JobRecord) -> Any:
         submitted_at=rec.submitted_at,
         completed_at=rec.completed_at,
         attempts=rec.attempts,
+        deadline_ms=rec.deadline_ms,
+        deadline={None: pb.DEADLINE_NONE, True: pb.DEADLINE_MET, False: pb.DEADLINE_MISSED}[rec.deadline_met],
     )
     t = rec.timings
     if rec.status == "COMPLETED" and t is not None:
@@ -326,6 +328,7 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
             "max_queue": c.max_queue,
             "python": c.python,
             "python_params": c.python_params,
+            "deadline": c.deadline_s,
         }
         circuit, already = self.engine.register_circuit(spec, replace=request.replace)
         return pb.RegisterCircuitResponse(circuit=self._info(self.engine.circuit_info(circuit)), already_registered=already)
@@ -346,6 +349,7 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
             max_queue=s["max_queue"],
             python=s.get("python", ""),
             python_params=json.dumps(s["python_params"], sort_keys=True) if s.get("python_params") else "",
+            deadline_s=s.get("deadline", 0.0),
         )
         return pb.CircuitInfo(
             spec=spec,
