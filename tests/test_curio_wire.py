@@ -55,7 +55,7 @@ class VanillaCube(Cube):
             return {"x": len(obj["challenges"])}
         return super().parse_inputs(obj)
 
-    def parse_binary(self, data: bytes) -> Any:
+    def parse_binary(self, data: bytes, partition: int = 0) -> Any:
         if len(data) < 20 or data[:4] != _MAGIC:
             raise CircuitError("vanilla: not a vcub proof")
         if hashlib.sha256(data[:12]).digest()[:8] != data[12:20]:
@@ -75,7 +75,7 @@ class SlowCube(VanillaCube):
 class RequestCube(Cube):
     """Cube whose binary input is Curio's SubmitProofRequest (PoSt / SnapDeals): x = its first vanilla proof."""
 
-    def parse_binary(self, data: bytes) -> Any:
+    def parse_binary(self, data: bytes, partition: int = 0) -> Any:
         req = cpb.SubmitProofRequest.FromString(data)
         assert req.request_id == "" and req.priority == 0  # cleared: a retry's content is the same bytes
         return {"x": int.from_bytes(req.vanilla_proofs[0], "little") + 1000 * req.partition_index}
@@ -346,9 +346,10 @@ def test_kinds_priorities_and_clear_errors(served):
     assert e.code() == grpc.StatusCode.FAILED_PRECONDITION and "snap_3" in e.details()
     e = err(porep_request("a", b""))
     assert e.code() == grpc.StatusCode.INVALID_ARGUMENT and "vanilla_proof: required" in e.details()
-    # a 2-partition PoRep circuit needs the commit-phase-1 JSON, not one binary partition
+    # a 2-partition circuit given one binary vanilla proof: each partition reads its own part (here: the same x)
     r = stub.Prove(cpb.ProveRequest(submit=porep_request("b", envelope(vanilla(1)), rp=8)), timeout=30).result
-    assert r.status == cpb.AwaitProofResponse.FAILED and "2 partitions" in r.error_message
+    assert r.status == cpb.AwaitProofResponse.COMPLETED
+    check_cube(d, vk, "b", r.proof, 1, 1)
 
     # WindowPoSt / WinningPoSt: the circuit reads the request; unspecified priority = the original's default
     def post(kind: int, rid: str, prio: int = 0) -> Any:

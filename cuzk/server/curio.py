@@ -9,7 +9,9 @@ servicer answers that schema through the engine, so Curio's client works unchang
   ``{"SectorNum", "Phase1Out" (base64), "SectorSize"}``; its Phase1Out is either Filecoin's
   SealCommitPhase1Output JSON (read and checked by :mod:`cuzk.filecoin.c1`, its registered proof and
   sector size against the request's; each partition's openings become that partition's JSON inputs) or a
-  binary vanilla proof the circuit's ``parse_binary`` reads (our ``.cvp``; one partition). One job, the
+  binary vanilla proof the circuit's ``parse_binary`` reads (our ``.cvp``), given to every partition (each
+  reads its own part). The C1 JSON is parsed here once rather than handed to PoRep's ``parse_binary`` per
+  partition: a 32 GiB output (~51 MB, 10 partitions) is then parsed and journaled once, not ten times. One job, the
   circuit's partitions; the answer's ``proof`` is the partitions' 192-byte bellperson proofs, concatenated;
 * SNAP_DEALS_UPDATE / WINDOW_POST_PARTITION / WINNING_POST: served when mapped; the circuit's binary input
   is the request message itself (serialized, request id and priority cleared; for SnapDeals one copy per
@@ -195,12 +197,7 @@ class CurioService(cpb_grpc.ProvingEngineServicer):  # type: ignore[misc]  # gen
             if data[:64].lstrip().startswith(b"{"):
                 payloads = _c1_partitions(data, n, cid, int(req.registered_proof), int(req.sector_size))
                 fields = ["vanilla_proof" if n == 1 else f"vanilla_proof (partition {i})" for i in range(n)]
-            elif n != 1:
-                raise ProofRefused(
-                    f"vanilla_proof: circuit {cid!r} has {n} partitions; a binary vanilla proof covers one "
-                    "(send the commit-phase-1 JSON output)"
-                )
-            else:
+            else:  # one binary vanilla proof: the engine hands it to every partition, each reads its own part
                 payloads, fields = [("vanilla", data)], ["vanilla_proof"]
         elif kind == SNAP:
             if len(req.vanilla_proofs) != n:
