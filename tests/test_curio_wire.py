@@ -404,6 +404,78 @@ def test_disabled_and_config(cube_key, tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------
+# WindowPoSt end to end (a 2 KiB partition: 21,866 constraints, its key in seconds)
+
+
+def test_window_post_2kib_like_curio(tmp_path):
+    """What Curio sends for a WindowPoSt partition (one bincode FallbackPoStSectorProof per sector, the
+    randomness, the partition, the miner id) proved by cuzk.filecoin.post:WindowPoSt and verified; a
+    tampered sector proof FAILS naming the sector and challenge; a short randomness is refused."""
+    from cuzk.cli.porep import sector_data
+    from cuzk.filecoin import params as P
+    from cuzk.filecoin import post
+    from cuzk.filecoin.seal import seal
+
+    proof_id, miner = 10, 1000  # StackedDrgWindow2KiBV1_2 (Filecoin's RegisteredPoStProof number)
+    prover = P.prover_id(miner)
+    sectors = [(s, seal(sector_data(2048, None, s), 5, prover, s, bytes(range(32)))) for s in (3, 4)]
+    randomness = bytes(31) + b"\x2a"
+    obj = post.post_openings(sectors, randomness, post.WINDOW, proof_id, 0, prover)
+    proofs = [post.sector_proof_to_bincode(sec, proof_id) for sec in obj["sectors"]]
+    params = {"proof_id": proof_id, "sectors": 2}
+    c = post.WindowPoSt(**params)
+    zk = tmp_path / "wpost.zkey"
+    zkey.write_zkey(zk, setup.setup(record(c, cache=tmp_path / "circuits").pce, quiet=True))
+    vk = zkey.read_zkey(zk).vk
+
+    def request(rid: str, vps: list[bytes], rnd: bytes = randomness) -> Any:
+        return cpb.SubmitProofRequest(
+            request_id=rid,
+            proof_kind=cpb.WINDOW_POST_PARTITION,
+            sector_size=2048,
+            registered_proof=proof_id,
+            vanilla_proofs=vps,
+            miner_id=miner,
+            randomness=rnd,
+            partition_index=0,
+        )
+
+    tmp = tempfile.mkdtemp(prefix="czw", dir="/tmp")
+    over = {
+        "daemon.state_dir": tmp,
+        "daemon.listen": f"unix://{tmp}/d.sock",
+        "gpus.backend": "cpu",
+        "curio.circuits": {"wpost_10": "wpost-2k"},
+    }
+    d = Daemon(load_config(overrides=over)).start()
+    try:
+        with Client(d.address) as ours:
+            ours.register("wpost-2k", python="cuzk.filecoin.post:WindowPoSt", python_params=params, zkey=str(zk))
+        with grpc.insecure_channel(d.address) as ch:
+            stub = cpb_grpc.ProvingEngineStub(ch)
+            r = stub.Prove(cpb.ProveRequest(submit=request("wpost-1000-0", proofs)), timeout=300).result
+            assert r.status == cpb.AwaitProofResponse.COMPLETED, r.error_message
+            rec = engine_record(d, "wpost-1000-0")
+            assert rec.priority == 3  # HIGH: the original's default for WindowPoSt
+            part = rec.partitions[0]
+            assert len(r.proof) == 192 and verifier.verify(vk, part.public, formats.Proof.from_bytes(r.proof, vk.curve))
+            assert part.public[0] == int(obj["sectors"][0]["comm_r"])  # rust's input order: CommR first
+            sec = json.loads(json.dumps(obj["sectors"][1]))
+            sec["challenges"][3]["path"][0][0][2] = str(int(sec["challenges"][3]["path"][0][0][2]) ^ 1)  # a sibling
+            bad = post.sector_proof_to_bincode(sec, proof_id)
+            r = stub.Prove(cpb.ProveRequest(submit=request("wpost-1000-1", [proofs[0], bad])), timeout=300).result
+            assert r.status == cpb.AwaitProofResponse.FAILED
+            assert r.error_message.startswith("vanilla_proofs: ") and "sector 1 (id 4): challenge 3 " in r.error_message
+            with pytest.raises(grpc.RpcError) as ei:  # the request itself is malformed: refused, no job
+                stub.Prove(cpb.ProveRequest(submit=request("wpost-1000-2", proofs, b"\1" * 31)), timeout=60)
+            assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert ei.value.details() == "randomness: expected 32 bytes, got 31"
+    finally:
+        d.stop(30)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
 # PoRep end to end (slow: the 2 KiB PoRep development key takes minutes to make the first time)
 
 

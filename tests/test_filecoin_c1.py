@@ -22,6 +22,7 @@ import pytest
 
 from cuzk.circuit.circuit import CircuitError
 from cuzk.filecoin import c1 as C1
+from cuzk.filecoin import params as P
 from cuzk.filecoin import porep
 from cuzk.filecoin import vanilla as V
 from cuzk.filecoin.seal import seal
@@ -428,19 +429,10 @@ LOTUS_PC1_OUT = (
 )
 
 
-def _leb128(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def test_external_lotus_2kib_sector_commr_and_c1():
     from cuzk.filecoin import cid
 
-    prover = _leb128(LOTUS_MINER).ljust(32, b"\0")  # curio make_prover_id: the id's LEB128, left-aligned
+    prover = P.prover_id(LOTUS_MINER)  # the id's LEB128, left-aligned: pinned by the CommR below
     assert prover[:2] == b"\xea\x07"
     ticket, seed = base64.b64decode(LOTUS_TICKET), base64.b64decode(LOTUS_SEED)
     sealed = seal(np.zeros((64, 32), np.uint8), 5, prover, LOTUS_SECTOR, ticket)

@@ -40,6 +40,7 @@ from cuzk.filecoin.cid import (
     sealed_commitment_from_cid,
 )
 from cuzk.filecoin.fr32 import fr32_pad, fr32_unpad, pad_blocks, padded_size, unpad_blocks, unpadded_size
+from cuzk.filecoin.params import uvarint
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -462,10 +463,9 @@ def test_cid_rejections(text, needle):
 
 
 def test_cid_wrong_hash_and_length():
-    from cuzk.filecoin import cid as K
 
     def raw_cid(codec, mh, digest):
-        raw = K._varint(1) + K._varint(codec) + K._varint(mh) + K._varint(len(digest)) + digest
+        raw = uvarint(1) + uvarint(codec) + uvarint(mh) + uvarint(len(digest)) + digest
         return "b" + __import__("base64").b32encode(raw).decode().lower().rstrip("=")
 
     with pytest.raises(FilecoinError, match="multihash 0x12 with codec fil-commitment-unsealed, expected 0x1012"):

@@ -99,7 +99,7 @@ def test_parse_inputs_errors(openings):
         porep.PoRep(challenges=10**9)
 
 
-@pytest.mark.parametrize("shape", [pytest.param("filecoin", marks=pytest.mark.slow), "compact"])
+@pytest.mark.parametrize("shape", ["filecoin", pytest.param("compact", marks=pytest.mark.slow)])
 def test_circuit_satisfied(openings, shape):
     assert check(porep.PoRep(challenges=2, shape=shape), openings) is None
 
@@ -153,6 +153,7 @@ class AllUnsatisfied(TestCS):
                 self.unsatisfied.append(Unsatisfied(self.path(name), self.failed[-1][1], self.n_constraints + int(i)))
 
 
+@pytest.mark.slow  # the default (filecoin) shape's tampered test below runs in every suite
 def test_circuit_tampered_compact(openings):
     """Challenge 0: a parent's label changed (its tree_c path cannot follow): the first unsatisfied
     constraint is that parent's inclusion in tree_c, then the recomputed label of the layer it enters
@@ -177,7 +178,6 @@ def test_circuit_tampered_compact(openings):
     ]
 
 
-@pytest.mark.slow
 def test_circuit_tampered_filecoin(openings):
     """The faithful circuit on the same tampered parent label (challenge 0) and a wrong tree_r_last
     sibling (challenge 1; this shape never reads the replica leaf: it encodes the recomputed label): the

@@ -37,6 +37,24 @@ class CircuitError(CuzkError):
     """A circuit spec that does not load, or inputs the circuit refuses."""
 
 
+def field_element(x: Any, where: str, below: int) -> int:
+    """An input given as a decimal / 0x string or an integer, in [0, below): the one reader of field
+    elements in circuits' JSON inputs (CircuitError naming ``where`` otherwise; long strings refused
+    before they are parsed)."""
+    if isinstance(x, bool) or not isinstance(x, (int, str)):
+        raise CircuitError(f"{where}: expected a field element (decimal string), got {type(x).__name__}")
+    if isinstance(x, str):
+        if len(x) > 80:
+            raise CircuitError(f"{where}: {len(x)} characters is too long for a field element")
+        try:
+            x = int(x, 0)
+        except ValueError:
+            raise CircuitError(f"{where}: {x!r} is not an integer") from None
+    if not 0 <= x < below:
+        raise CircuitError(f"{where}: out of range")
+    return x
+
+
 class Circuit:
     """Subclass and define :meth:`synthesize`; keep every topology-changing parameter in ``params``."""
 

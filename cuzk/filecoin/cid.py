@@ -17,6 +17,7 @@ import base64
 import binascii
 
 from . import FilecoinError
+from .params import uvarint
 
 CID_VERSION = 1
 CODEC_UNSEALED = 0xF101  # fil-commitment-unsealed
@@ -30,18 +31,6 @@ KINDS = {
 }
 _CODEC_NAMES = {CODEC_UNSEALED: "fil-commitment-unsealed", CODEC_SEALED: "fil-commitment-sealed"}
 _MH_NAMES = {MH_SHA256_TRUNC254: "sha2-256-trunc254-padded", MH_POSEIDON_BLS12_381: "poseidon-bls12_381-a2-fc1"}
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def _read_varint(b: bytes, i: int, what: str, text: str) -> tuple[int, int]:
@@ -67,7 +56,7 @@ def commitment_to_cid(comm: bytes, kind: str = "unsealed") -> str:
     if len(comm) != 32:
         raise FilecoinError(f"commitment is {len(comm)} bytes, expected 32")
     codec, mh = KINDS[kind]
-    raw = _varint(CID_VERSION) + _varint(codec) + _varint(mh) + _varint(32) + comm
+    raw = uvarint(CID_VERSION) + uvarint(codec) + uvarint(mh) + uvarint(32) + comm
     return "b" + base64.b32encode(raw).decode("ascii").lower().rstrip("=")
 
 

@@ -208,3 +208,23 @@ PARENT_CACHE_MANIFEST: dict[str, tuple[int, str]] = {
         "2698b74eb2606b55b98d8b095e18b6320b47f46e00075956d48640ccd1641b03",
     ),
 }
+
+
+def uvarint(n: int) -> bytes:
+    """An unsigned LEB128 varint (multiformats' and Go's ``binary.PutUvarint``)."""
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if not n:
+            out.append(b)
+            return bytes(out)
+        out.append(b | 0x80)
+
+
+def prover_id(miner_id: int) -> bytes:
+    """A miner's prover id as rust-fil-proofs takes it: the actor id (the N of f0N / t0N) as an unsigned
+    varint, left-aligned in 32 zero bytes (lotus ``address.NewIDAddress(N).Payload()``)."""
+    if not 0 <= miner_id < 1 << 63:
+        raise ValueError(f"miner id {miner_id}: not an actor id")
+    return uvarint(miner_id).ljust(32, b"\0")

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..circuit.circuit import Circuit, CircuitError
+from ..circuit.circuit import Circuit, CircuitError, field_element
 from ..circuit.cs import ConstraintSystem
 from ..circuit.poseidon import poseidon_hash as poseidon_native
 from . import params as P
@@ -200,19 +200,8 @@ def verify_openings(obj: dict) -> None:
 
 
 def _fe(x: Any, where: str, bits: int | None = None) -> int:
-    """A field element given as a decimal / 0x string or an integer."""
-    if isinstance(x, bool) or not isinstance(x, (int, str)):
-        raise CircuitError(f"{where}: expected a field element (decimal string), got {type(x).__name__}")
-    if isinstance(x, str):
-        if len(x) > 80:
-            raise CircuitError(f"{where}: {len(x)} characters is too long for a field element")
-        try:
-            x = int(x, 0)
-        except ValueError:
-            raise CircuitError(f"{where}: {x!r} is not an integer") from None
-    if not 0 <= x < (R if bits is None else 1 << bits):
-        raise CircuitError(f"{where}: out of range")
-    return x
+    """A field element (below 2^bits when given) as a decimal / 0x string or an integer."""
+    return field_element(x, where, R if bits is None else 1 << bits)
 
 
 def _hex32(x: Any, where: str) -> int:

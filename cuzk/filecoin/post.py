@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ..circuit.circuit import Circuit, CircuitError
+from ..circuit.circuit import Circuit, CircuitError, field_element
 from ..circuit.cs import ConstraintSystem
 from ..circuit.poseidon import poseidon_hash as poseidon_native
 from . import params as P
@@ -329,18 +329,7 @@ def verify_post_openings(obj: dict) -> None:
 
 
 def _fe(x: Any, where: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, str)):
-        raise CircuitError(f"{where}: expected a field element (decimal string), got {type(x).__name__}")
-    if isinstance(x, str):
-        if len(x) > 80:
-            raise CircuitError(f"{where}: {len(x)} characters is too long for a field element")
-        try:
-            x = int(x, 0)
-        except ValueError:
-            raise CircuitError(f"{where}: {x!r} is not an integer") from None
-    if not 0 <= x < R:
-        raise CircuitError(f"{where}: out of range")
-    return x
+    return field_element(x, where, R)
 
 
 def _list(x: Any, where: str, n: int | None = None, lo: int = 0, hi: int = 0) -> list:

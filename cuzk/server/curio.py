@@ -13,7 +13,10 @@ servicer answers that schema through the engine, so Curio's client works unchang
   reads its own part). The C1 JSON is parsed here once rather than handed to PoRep's ``parse_binary`` per
   partition: a 32 GiB output (~51 MB, 10 partitions) is then parsed and journaled once, not ten times. One job, the
   circuit's partitions; the answer's ``proof`` is the partitions' 192-byte bellperson proofs, concatenated;
-* SNAP_DEALS_UPDATE / WINDOW_POST_PARTITION / WINNING_POST: served when mapped; the circuit's binary input
+* WINDOW_POST_PARTITION / WINNING_POST mapped to our PoSt circuits (:mod:`cuzk.filecoin.post`): the
+  request's bincode FallbackPoStSectorProofs, randomness, partition index and miner id (its prover id)
+  become the circuit's inputs JSON, verified natively at submission;
+* SNAP_DEALS_UPDATE, and PoSt kinds mapped to other circuits: served when mapped; the circuit's binary input
   is the request message itself (serialized, request id and priority cleared; for SnapDeals one copy per
   partition holding that partition's ``vanilla_proofs`` entry and its ``partition_index``), since such a
   circuit needs the request's commitments / randomness too;
@@ -150,6 +153,28 @@ def _c1_partitions(data: bytes, n: int, circuit_id: str, registered_proof: int, 
     return [("inputs", json.dumps(o, separators=(",", ":")).encode()) for o in out.openings]
 
 
+def _post_inputs(kind: int, req: Any) -> bytes:
+    """A PoSt request's bincode sector proofs, randomness, partition and miner as the inputs JSON of our
+    FallbackPoSt circuits (which verify them natively at submission)."""
+    from ..filecoin import params as P
+    from ..filecoin import post
+
+    if len(req.randomness) != 32:
+        raise InvalidArgument(f"randomness: expected 32 bytes, got {len(req.randomness)}")
+    try:
+        obj = post.post_from_bincode(
+            post.WINDOW if kind == WPOST else post.WINNING,
+            int(req.registered_proof),
+            bytes(req.randomness),
+            [bytes(v) for v in req.vanilla_proofs],
+            int(req.partition_index),
+            P.prover_id(int(req.miner_id)),
+        )
+    except ValueError as e:  # BincodeError, an unknown PoSt proof, a miner id out of range
+        raise InvalidArgument(f"vanilla_proofs: {e}") from None
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
 class CurioService(cpb_grpc.ProvingEngineServicer):  # type: ignore[misc]  # generated, untyped
     """``cuzk.v1.ProvingEngine`` (the original's schema) through the engine."""
 
@@ -218,6 +243,11 @@ class CurioService(cpb_grpc.ProvingEngineServicer):  # type: ignore[misc]  # gen
                 raise FailedPrecondition(f"circuit {cid!r} has {n} partitions; a {KIND_NAMES[kind]} request is one proof")
             if not req.vanilla_proofs:
                 raise InvalidArgument(f"vanilla_proofs: required for {KIND_NAMES[kind]} (one per sector)")
+            from ..filecoin.post import FallbackPoSt
+
+            if isinstance(self.engine.circuit(cid).python, FallbackPoSt):
+                payloads, fields = [("inputs", _post_inputs(kind, req))], ["vanilla_proofs"]
+                return Prepared(kind, cid, payloads, fields, _priority(kind, int(req.priority)), _content_digest(req))
             whole = cpb.SubmitProofRequest()
             whole.CopyFrom(req)
             whole.request_id, whole.priority = "", 0
