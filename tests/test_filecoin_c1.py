@@ -335,7 +335,8 @@ def test_malformed_inputs_are_refused_in_one_line(bare):
         (b'{"a": ', r"C1 output: not JSON: .*"),
         (b"\xff{}", r"C1 output: not UTF-8 JSON \(byte 0\)"),
         (b"[1, 2]", r"C1 output: expected a JSON object, got a list of 2"),
-        (b"[" * 100000 + b"]" * 100000, r"C1 output: (not JSON this reader takes: nested too deeply|expected a JSON object.*)"),
+        # measured before parsing (json's C parser recursion could crash the process past the stack)
+        (b"[" * 100000 + b"]" * 100000, r"C1 output: not JSON this reader takes: nested too deeply \(more than 64 levels\)"),
         (b'{"a": ' + b"9" * 5000 + b"}", r"C1 output: not JSON this reader takes: .*"),
         (_dump({**good, "Phase1Out": "not base64!"}), r"Phase1Out: not base64: .*"),
         (_dump({**good, "Phase1Out": base64.b64encode(b"not json").decode()}), r"Phase1Out: not JSON: .*"),

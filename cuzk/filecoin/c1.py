@@ -72,6 +72,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..json_limits import MAX_DEPTH, max_nesting
 from . import FilecoinError
 from . import params as P
 
@@ -358,6 +359,8 @@ def _load_json(data: bytes, where: str) -> Any:
         text = bytes(data).decode("utf-8")
     except UnicodeDecodeError as e:
         raise C1Error(f"{where}: not UTF-8 JSON (byte {e.start})") from None
+    if max_nesting(data) > MAX_DEPTH:  # measured first: the C parser's recursion can crash the process
+        raise C1Error(f"{where}: not JSON this reader takes: nested too deeply (more than {MAX_DEPTH} levels)")
     try:
         return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except _Refused as e:
