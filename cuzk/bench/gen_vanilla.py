@@ -3,8 +3,8 @@ a WindowPoSt partition's and a WinningPoSt's vanilla proofs of freshly sealed se
 a daemon configuration registering the three proof kinds with development keys (NORMAL, HIGH, CRITICAL
 with its deadline), ready for ``cuzk daemon --config DIR/cuzk.toml`` and ``cuzk-bench stress``.
 
-    cuzk-bench gen-vanilla --sector-size 2KiB --out DIR [--window-sectors 2] [--keys] [--backend cpu|gpu]
-        [--winning-deadline 25s]
+    cuzk-bench gen-vanilla --sector-size 2KiB --out DIR [--kinds porep,window-post,winning-post]
+        [--window-sectors 2] [--keys] [--backend cpu|gpu] [--winning-deadline 25s]
 
 Each kind is written by ``cuzk gen-vanilla`` (checked natively first) and timed. Keys are cached in
 ``DIR/keys`` by the circuit's recording key (an edited circuit gets a new key); the CPU setup of a 2 KiB
@@ -78,7 +78,13 @@ def cmd_gen_vanilla(a) -> int:
     out.mkdir(parents=True, exist_ok=True)
     figures: dict = {"sector_size": size, "kinds": {}}
     circuits = []
+    wanted = [k.strip() for k in a.kinds.split(",") if k.strip()]
+    unknown = sorted(set(wanted) - {k for _, k, _, _ in KINDS})
+    if unknown or not wanted:
+        raise CuzkError(f"--kinds: {', '.join(unknown) or '(none)'}; expected some of porep, window-post, winning-post")
     for stem, kind, cls, prio in KINDS:
+        if kind not in wanted:
+            continue
         argv = ["gen-vanilla", "--kind", kind, "--sector-size", a.sector_size, "-o", str(out / f"{stem}.cvp")]
         argv += ["--json", str(out / f"{stem}.json")]
         if kind == "window-post":
@@ -112,7 +118,7 @@ def cmd_gen_vanilla(a) -> int:
         (out / "cuzk.toml").write_text("\n".join(lines))
         print(f"wrote {out / 'cuzk.toml'}; then:")
         print(f"  cuzk daemon --config {out / 'cuzk.toml'} &")
-        jobs = " ".join(f"--job {s}={out / (s + '.cvp')}" for s, *_ in KINDS)
+        jobs = " ".join(f"--job {s}={out / (s + '.cvp')}" for s, k, *_ in KINDS if k in wanted)
         print(f"  cuzk-bench stress {jobs} -c 12 -j 3")
     (out / "figures.json").write_text(json.dumps(figures, indent=1))
     return 0
@@ -122,6 +128,7 @@ def add_parser(sub) -> None:
     s = sub.add_parser("gen-vanilla", help="vanilla proofs of every proof kind (and a daemon config) for a stress run")
     s.add_argument("--sector-size", default="2KiB")
     s.add_argument("--out", required=True, help="folder for the .cvp files, their JSON views, keys and cuzk.toml")
+    s.add_argument("--kinds", default="porep,window-post,winning-post", help="which proof kinds (comma-separated)")
     s.add_argument("--window-sectors", type=int, default=2, help="sectors in the WindowPoSt partition")
     s.add_argument("--keys", action="store_true", help="also make development keys and the daemon's cuzk.toml")
     s.add_argument("--backend", default="cpu", choices=["cpu", "gpu"], help="where the keys' setup runs and the daemon proves")
