@@ -35,6 +35,7 @@ from .. import CuzkError
 from ..groth16 import formats
 from ..groth16 import prover as gprover
 from ..groth16.backend import Backend
+from ..r1cs.witness import witness_deadline
 from ..timing import Timer
 from .config import Config
 from .executor import Executor, ProvingDevice, Worker
@@ -170,7 +171,8 @@ class Pipeline:
         else:
             assert part.inputs is not None  # a part has one of the two until it leaves the queue
             try:
-                w = job.circuit.witness_from_inputs(part.inputs)
+                with witness_deadline(getattr(job.circuit.spec, "witness_timeout", 0.0)):
+                    w = job.circuit.witness_from_inputs(part.inputs)
             except CuzkError as e:
                 raise JobFailure(f"partition {part.index}: {e}") from None
         t1 = time.perf_counter()

@@ -277,8 +277,59 @@ def _engine() -> wasmtime.Engine:
     global _ENGINE
     with _LOCK:
         if _ENGINE is None:
-            _ENGINE = wasmtime.Engine()
+            cfg = wasmtime.Config()
+            cfg.epoch_interruption = True  # a calculation's deadline: see _Ticker
+            _ENGINE = wasmtime.Engine(cfg)
         return _ENGINE
+
+
+# Deadlines (issue 19): the engine runs with epoch interruption; one daemon thread advances its
+# epoch every _TICK seconds and each store's deadline is a number of ticks from now, so a wasm that
+# loops forever traps within a tick of its deadline and frees the thread that called it.
+_TICK = 0.02
+DEFAULT_TIMEOUT = 60.0  # seconds of one calculation when the caller gives none
+_INIT_TIMEOUT = 60.0  # the small calls made while loading a module (version, prime, sizes)
+_ticker: threading.Thread | None = None
+_deadline = threading.local()  # .seconds: the calling thread's deadline (witness_deadline)
+
+
+def _start_ticker(engine: wasmtime.Engine) -> None:
+    global _ticker
+    with _LOCK:
+        if _ticker is not None:
+            return
+
+        def tick() -> None:
+            while True:
+                time.sleep(_TICK)
+                engine.increment_epoch()
+
+        _ticker = threading.Thread(target=tick, name="cuzk-wasm-epoch", daemon=True)
+        _ticker.start()
+
+
+def _set_deadline(store: wasmtime.Store, seconds: float) -> None:
+    store.set_epoch_deadline(max(1, int(-(-seconds // _TICK)) + 1))
+
+
+class witness_deadline:
+    """``with witness_deadline(2.0): calc.calculate(...)``: calculations made by this thread inside
+    the block stop with a WitnessError after ``seconds`` (0 or less: the calculator's own timeout)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __enter__(self) -> witness_deadline:
+        self._prev = getattr(_deadline, "seconds", None)
+        _deadline.seconds = self.seconds if self.seconds > 0 else None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _deadline.seconds = self._prev
+
+
+def _fmt_seconds(s: float) -> str:
+    return f"{s:g}s" if s >= 1 else f"{s * 1e3:g}ms"
 
 
 def _helper_module(engine: wasmtime.Engine):
@@ -332,7 +383,7 @@ def _load_module(engine, wasm: bytes, name: str, cache_dir) -> tuple[wasmtime.Mo
     except RuntimeError:  # no home directory
         return _compile(engine, wasm, name), None
     h = hashlib.sha256()
-    h.update(f"cuzk-wasm-v1\0{_wasmtime_version()}\0{platform.machine()}\0".encode())
+    h.update(f"cuzk-wasm-v1\0epoch\0{_wasmtime_version()}\0{platform.machine()}\0".encode())
     h.update(wasm)
     path = cdir / f"{h.hexdigest()}.cwasm"
     if path.is_file():
@@ -428,7 +479,9 @@ class WitnessCalculator:
         sym_path: str | os.PathLike | None = None,
         fast: bool = True,
         log: Callable[[str], None] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
     ):
+        self.timeout = timeout  # seconds per calculation (witness_deadline overrides it per thread)
         if isinstance(wasm_path_or_bytes, (bytes, bytearray, memoryview)):
             wasm = bytes(wasm_path_or_bytes)
             self.path: str | None = None
@@ -448,6 +501,7 @@ class WitnessCalculator:
         self.logs: list[str] = []
         self._lock = threading.Lock()
         self._engine = _engine()
+        _start_ticker(self._engine)
         t0 = time.perf_counter()
         self._module, self.cache_hit = _load_module(self._engine, wasm, self.name, cache_dir)
         self.load_seconds = time.perf_counter() - t0
@@ -506,6 +560,7 @@ class WitnessCalculator:
     def _instantiate(self) -> None:
         self._store = None
         store = wasmtime.Store(self._engine)
+        _set_deadline(store, _INIT_TIMEOUT)
 
         def exception_handler(code):
             raise _CircomException(code)
@@ -589,6 +644,9 @@ class WitnessCalculator:
             if self._store is None:
                 self._instantiate()
             ok = False
+            seconds = getattr(_deadline, "seconds", None) or self.timeout
+            self._t_start, self._t_limit = time.monotonic(), seconds
+            _set_deadline(self._store, seconds)
             try:
                 out = self._run(signals, sanity_check)
                 ok = True
@@ -636,6 +694,8 @@ class WitnessCalculator:
         except _CircomException as e:
             raise self._circuit_error(e.code, name) from None
         except _WASM_ERRORS as e:
+            if isinstance(e, wasmtime.Trap) and time.monotonic() - self._t_start >= self._t_limit * 0.9:
+                raise WitnessError(f"witness: the circuit's wasm ran past its {_fmt_seconds(self._t_limit)} deadline") from None
             where = f" while setting input '{name}'" if name else ""
             msgs = "; ".join(m.strip() for m in self._errors if m.strip())
             raise WitnessError(
