@@ -106,6 +106,7 @@ def cube_key(tmp_path_factory):
 def daemon(zk: Path, **over: Any):
     tmp = tempfile.mkdtemp(prefix="czc", dir="/tmp")
     o = {"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock", "gpus.backend": "cpu", "curio.circuits": MAP}
+    o["registration.roots"] = [tempfile.gettempdir()]
     o.update(over)
     d = Daemon(load_config(overrides=o)).start()
     ours = Client(d.address)
@@ -445,6 +446,7 @@ def test_window_post_2kib_like_curio(tmp_path):
         "daemon.state_dir": tmp,
         "daemon.listen": f"unix://{tmp}/d.sock",
         "gpus.backend": "cpu",
+        "registration.roots": [tempfile.gettempdir()],
         "curio.circuits": {"wpost_10": "wpost-2k"},
     }
     d = Daemon(load_config(overrides=over)).start()
@@ -507,6 +509,7 @@ def test_porep_2kib_end_to_end():
         "daemon.state_dir": tmp,
         "daemon.listen": f"unix://{tmp}/d.sock",
         "gpus.backend": "cpu",
+        "registration.roots": [tempfile.gettempdir()],
         "curio.circuits": {"porep_5": "porep-2k"},
     }
     d = Daemon(load_config(overrides=over)).start()

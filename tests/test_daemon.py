@@ -52,12 +52,16 @@ def dev(tmp_path_factory):
     }
 
 
+REG_ROOTS = [tempfile.gettempdir(), str(Path(__file__).resolve().parent)]
+
+
 @contextmanager
 def daemon(config_path=None, **overrides):
     """An in-process daemon on a fresh unix socket and state folder (and a config file's circuits);
     yields (daemon, client)."""
     tmp = tempfile.mkdtemp(prefix="czt", dir="/tmp")
     over = {"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock", "gpus.backend": "cpu", "daemon.drain_timeout": 30}
+    over["registration.roots"] = REG_ROOTS  # RegisterCircuit may name the tests' temporary and fixture files
     over.update(overrides)
     d = Daemon(load_config(config_path, overrides=over)).start()
     c = Client(d.address)

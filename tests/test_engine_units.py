@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -349,7 +350,13 @@ def test_scheduler_priority_fifo_and_budget():
 
 # -- engine pipeline (in-process Engine, CPU backend, the 2^8 dev circuit) -----------------------------
 
-SERIAL = {"gpus.backend": "cpu", "synthesis.partition_workers": 1, "gpus.cpu_workers": 1, "pipeline.prover_queue_depth": 1}
+SERIAL = {
+    "gpus.backend": "cpu",
+    "synthesis.partition_workers": 1,
+    "gpus.cpu_workers": 1,
+    "pipeline.prover_queue_depth": 1,
+    "registration.roots": [tempfile.gettempdir()],  # register_circuit may name the tests' temporary files
+}
 
 
 def _wait(cond, timeout=30.0, what="condition"):
@@ -511,7 +518,8 @@ def test_partitions_of_one_job_spread_across_devices(dev, engines, two_cpu_devic
 
 
 def test_finalizer_slots_are_per_device(tmp_path, two_cpu_devices):
-    e = Engine(load_config(overrides={"daemon.state_dir": str(tmp_path), "gpus.backend": "cpu", "pipeline.finalizer_threads": 3}))
+    o = {"daemon.state_dir": str(tmp_path), "gpus.backend": "cpu", "pipeline.finalizer_threads": 3}
+    e = Engine(load_config(overrides=o | {"registration.roots": [tempfile.gettempdir()]}))
     try:
         a, b = e.executor.devices
         assert e.executor.finalizers._max_workers == 6

@@ -58,6 +58,7 @@ def start_daemon(tmp: Path, backend: str, **over):
         "daemon.listen": f"unix://{tmp}/b.sock",
         "gpus.backend": backend,
         "journal.synchronous": "full",
+        "registration.roots": [str(tmp)],
     }
     o.update(over)
     d = Daemon(load_config(overrides=o)).start()

@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="cuzk-porep-") as tmp:
         over = {"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock", "gpus.backend": a.backend}
+        over["registration.roots"] = [tmp, os.path.dirname(str(zk))]
         d = Daemon(load_config(overrides=over)).start()
         try:
             with Client(d.address) as c:

@@ -493,6 +493,7 @@ def cmd_demo(a) -> int:
                 "daemon.state_dir": os.path.join(tmp, "state"),
                 "daemon.listen": f"unix://{tmp}/cuzk.sock",
                 "gpus.backend": a.backend,
+                "registration.roots": [tmp],
             }
         )
         with Daemon(cfg) as d, Client(d.address) as c:

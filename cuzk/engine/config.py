@@ -174,6 +174,23 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
     ),
     ("srs", "warm_budget", "auto", "size", 'bytes of WARM cache files kept; "auto" = a half of the machine\'s memory'),
     ("srs", "preload", [], "list", "circuit ids made HOT at start-up"),
+    (
+        "registration",
+        "roots",
+        [],
+        "list",
+        "folders whose files RegisterCircuit (the RPC) may name (r1cs, keys, wasm, sym), symlinks resolved; a "
+        "path with a .. component or outside every root is refused; [] = the RPC may not name server-side files "
+        "(circuits of the config file are trusted and not checked)",
+    ),
+    (
+        "registration",
+        "python_modules",
+        ["cuzk."],
+        "list",
+        'module-name prefixes a Python circuit registered by RPC may import (python = "pkg.mod:Class"; "cuzk." '
+        'allows cuzk\'s own circuits, "mypkg" exactly mypkg, "mypkg." its submodules); config-file circuits are trusted',
+    ),
     ("journal", "path", "", "str", "SQLite journal (WAL) of accepted jobs and results; default <state_dir>/journal.sqlite"),
     ("journal", "retention", "24h", "duration", "finished results stay retrievable by job id for this long"),
     ("journal", "synchronous", "full", "str", 'SQLite synchronous mode: "full" (fsync per commit) or "normal"'),
@@ -533,6 +550,14 @@ def load_config(
             v = sections[s][k]
             if v and not os.path.isabs(os.path.expanduser(v)):
                 sections[s][k] = str(base / v)
+    roots = sections["registration"]["roots"]
+    if not all(isinstance(r, str) and r for r in roots):
+        raise ConfigError(f"{where}: registration.roots: expected a list of folder paths")
+    sections["registration"]["roots"] = [
+        str(p if p.is_absolute() or base is None else base / p) for p in (Path(os.path.expanduser(r)) for r in roots)
+    ]
+    if not all(isinstance(m, str) and m for m in sections["registration"]["python_modules"]):
+        raise ConfigError(f"{where}: registration.python_modules: expected a list of module-name prefixes")
     if not sections["daemon"]["max_message_bytes"]:  # "auto" (None) or 0: gRPC needs a real limit
         raise ConfigError(f'{where}: daemon.max_message_bytes: expected a size like "128MiB" ("auto" and 0 are not accepted)')
     fmt = sections["logging"]["format"]

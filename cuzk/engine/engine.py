@@ -53,7 +53,7 @@ from .jobtable import JobTable
 from .journal import Journal
 from .metrics import Metrics
 from .pipeline import Pipeline
-from .registry import Circuit, same_spec
+from .registry import Circuit, check_registration, same_spec
 from .scheduler import ProverQueue, Scheduler
 from .status import attach_metrics, snapshot
 from .timeline import Timeline
@@ -241,6 +241,8 @@ class Engine:
             cc = validate_circuit(spec, "circuit")
         except CuzkError as e:
             raise InvalidArgument(str(e)) from None
+        reg = self.config.registration  # RPC registrations are untrusted: files under the roots, allowed modules
+        check_registration(spec, cc, list(reg.roots), list(reg.python_modules))
         with self.table.lock:
             old = self.circuits.get(cc.id)
             if old is not None and self._check_replace(old, cc, replace):
@@ -267,14 +269,15 @@ class Engine:
                 raise NotFound(f"unknown circuit {cid!r} (registered: {known})")
             return c
 
-    def circuit_info(self, c: Circuit) -> dict[str, Any]:
-        """The circuit's description (``Circuit.info``) with its SRS tier."""
-        return c.info() | {"tier": self.srs.tier(c.id)}
+    def circuit_info(self, c: Circuit, show_paths: bool = True) -> dict[str, Any]:
+        """The circuit's description (``Circuit.info``) with its SRS tier; ``show_paths`` False (a caller
+        that is not an admin) names its files by basename only."""
+        return c.info(show_paths) | {"tier": self.srs.tier(c.id)}
 
-    def list_circuits(self) -> list[dict[str, Any]]:
+    def list_circuits(self, show_paths: bool = True) -> list[dict[str, Any]]:
         with self.table.lock:
             cs = list(self.circuits.values())
-        return [self.circuit_info(c) for c in cs]
+        return [self.circuit_info(c, show_paths) for c in cs]
 
     # -- submission ---------------------------------------------------------------------------------
     @staticmethod

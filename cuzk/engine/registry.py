@@ -23,7 +23,7 @@ from ..curves import Curve
 from ..r1cs.binfile import Reader, open_binfile
 from ..r1cs.witness import WitnessCalculator
 from .config import CircuitConfig
-from .errors import InvalidArgument
+from .errors import EngineError, InvalidArgument
 
 if TYPE_CHECKING:
     from ..circuit.circuit import Circuit as PyCircuit
@@ -31,6 +31,64 @@ if TYPE_CHECKING:
     from ..circuit.cs import Layout
 
 log = logging.getLogger("cuzk.engine")
+
+
+PATH_KEYS = ("r1cs", "zkey", "params", "wasm", "sym")
+
+
+class PermissionDenied(EngineError):
+    """A RegisterCircuit request names a file or module the registration policy does not allow."""
+
+    code = "PERMISSION_DENIED"
+
+
+def _under(path: str, root: str) -> bool:
+    root = root.rstrip(os.sep) or os.sep
+    return path == root or path.startswith(root if root == os.sep else root + os.sep)
+
+
+def module_allowed(module: str, prefixes: list[str]) -> bool:
+    """``module`` matches a prefix ending in "." (its submodules) or names the prefix's module or one of
+    its submodules."""
+    for p in prefixes:
+        if p.endswith("."):
+            if module.startswith(p):
+                return True
+        elif module == p or module.startswith(p + "."):
+            return True
+    return False
+
+
+def check_registration(raw: dict[str, Any], cc: CircuitConfig, roots: list[str], python_modules: list[str]) -> None:
+    """The policy for circuits registered by RPC (untrusted; config-file circuits are not checked): each
+    file the request names must lie under one of ``roots`` once symlinks are resolved, and a path with a
+    ".." component is refused before resolving; a Python circuit's module must match ``python_modules``.
+    Messages name the path and the roots, never a file's contents."""
+    where = f"circuit {cc.id!r}"
+    for k in PATH_KEYS:
+        given = raw.get(k)
+        if not given or not isinstance(given, str):
+            continue
+        if ".." in given.replace("\\", "/").split("/"):
+            raise PermissionDenied(f"{where}.{k}: {given}: a path with a '..' component is refused")
+        if not roots:
+            raise PermissionDenied(
+                f"{where}.{k}: {given}: RegisterCircuit may not name server-side files "
+                "(registration.roots is empty: the daemon's operator lists the allowed folders there)"
+            )
+        resolved = os.path.realpath(getattr(cc, k))
+        if not any(_under(resolved, os.path.realpath(r)) for r in roots):
+            shown = given if resolved == given else f"{given} (resolved: {resolved})"
+            raise PermissionDenied(
+                f"{where}.{k}: {shown} is outside the allowed folders (registration.roots: {', '.join(roots)})"
+            )
+    if cc.python:
+        module = cc.python.partition(":")[0]
+        if not module_allowed(module, python_modules):
+            raise PermissionDenied(
+                f"{where}.python: module {module!r} is not allowed for RegisterCircuit "
+                f"(registration.python_modules: {', '.join(python_modules) or 'none'})"
+            )
 
 
 def _exists(path: str, what: str, where: str) -> None:
@@ -334,7 +392,13 @@ class Circuit:
             desc += f" (signals {', '.join(shown)}{', ...' if len(wires) > 8 else ''})"
         return f"the witness violates {desc}; {bad.size} of {self.n_constraints} constraints fail"
 
-    def info(self) -> dict[str, Any]:
+    def info(self, show_paths: bool = True) -> dict[str, Any]:
+        """The circuit's description; without ``show_paths`` (a caller that is not an admin), its files
+        are named by their basename only (server-side folders are not disclosed)."""
+        spec = self.spec.as_dict() | {"partitions": self.partitions}  # a Python circuit may declare them
+        if not show_paths:
+            for k in PATH_KEYS:
+                spec[k] = os.path.basename(spec[k]) if spec[k] else ""
         return {
             "id": self.id,
             "curve": self.curve.name,
@@ -345,7 +409,7 @@ class Circuit:
             "partitions": self.partitions,
             "batchable": self.spec.batchable,
             "source": self.source,
-            "spec": self.spec.as_dict() | {"partitions": self.partitions},  # a Python circuit may declare them
+            "spec": spec,
         }
 
 

@@ -85,7 +85,8 @@ def parse_binfile(data, path: str, kind: str, versions: tuple[int, ...], keepali
         raise FormatError(f"{path}: truncated header ({len(data)} bytes), expected a .{kind} file")
     magic = bytes(data[:4])
     if magic != kind.encode():
-        raise FormatError(f"{path}: not a .{kind} file (magic {magic!r}, expected {kind.encode()!r})")
+        # the file's bytes are never quoted: the path may name a file the caller should not read
+        raise FormatError(f"{path}: not a .{kind} file (bad magic)")
     version, nsec = struct.unpack_from("<II", data, 4)
     if version not in versions:
         raise FormatError(f"{path}: unsupported .{kind} version {version}, expected {' or '.join(map(str, versions))}")
