@@ -242,6 +242,13 @@ CIRCUIT_KEYS: list[tuple[str, object, str, str]] = [
         "submit-to-proof time a job of this circuit must meet (a WinningPoSt's epoch); each job's status says met or "
         "missed; 0 = none",
     ),
+    (
+        "witness_timeout",
+        "60s",
+        "duration",
+        "longest one wasm witness calculation may run (a looping or too-slow wasm fails its own job and frees "
+        "its worker); 0 = the default 60s",
+    ),
     ("batchable", False, "bool", "jobs may be collected into batches (scheduler.max_batch_*)"),
     ("partitions", 1, "int", "proofs per request (each request carries one witness/inputs per partition)"),
     ("max_queue", 0, "int", "active jobs of this circuit; 0 = scheduler.max_queue_per_circuit"),
@@ -408,6 +415,7 @@ class CircuitConfig:
     sym: str = ""
     default_priority: int = 2
     deadline: float = 0.0  # seconds; 0 = none
+    witness_timeout: float = 60.0  # seconds of one wasm witness calculation
     batchable: bool = False
     partitions: int = 1
     max_queue: int = 0
