@@ -841,6 +841,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_filecoin_parsers(sub)
     add_porep_parsers(sub)
+    from .journal import add_parsers as add_journal_parsers  # cuzk journal check|salvage (issue 19)
+
+    add_journal_parsers(sub)
     return p
 
 

@@ -130,6 +130,14 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
     ),
     ("scheduler", "max_pending", 10000, "int", "active jobs of all circuits together (RESOURCE_EXHAUSTED beyond)"),
     (
+        "scheduler",
+        "max_queue_bytes",
+        0,
+        "int",
+        "input bytes (witnesses, inputs JSON) of all active jobs together before SubmitProof answers "
+        "RESOURCE_EXHAUSTED; 0 = no limit",
+    ),
+    (
         "synthesis",
         "partition_workers",
         2,
@@ -194,6 +202,13 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
     ("journal", "path", "", "str", "SQLite journal (WAL) of accepted jobs and results; default <state_dir>/journal.sqlite"),
     ("journal", "retention", "24h", "duration", "finished results stay retrievable by job id for this long"),
     ("journal", "synchronous", "full", "str", 'SQLite synchronous mode: "full" (fsync per commit) or "normal"'),
+    (
+        "journal",
+        "max_attempts",
+        3,
+        "int",
+        "runs of a job the daemon may die in; a job begun this many times is FAILED (quarantined) at the next start",
+    ),
     ("logging", "level", "info", "str", "debug, info, warning, error"),
     ("logging", "format", "kv", "str", '"kv" (key=value) or "json" (one object per line)'),
     ("logging", "file", "", "str", 'log file; "" = stderr'),

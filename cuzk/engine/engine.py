@@ -18,6 +18,7 @@ thread that expires old results. The engine reaches devices only through the bac
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -26,6 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .. import CuzkError
@@ -63,6 +65,26 @@ log = logging.getLogger("cuzk.engine")
 __all__ = ["Engine", "Job", "JobRecord", "JobState", "Part"]
 
 
+def lock_state_dir(state_dir: Path) -> int:
+    """Take the state folder's exclusive lock (``daemon.lock``, holding our pid); the fd keeps it. A second
+    daemon on the same folder gets a CuzkError naming the holder's pid."""
+    path = state_dir / "daemon.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        try:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        finally:
+            os.close(fd)
+        raise CuzkError(
+            f"state folder {state_dir} is in use by another cuzk daemon (pid {holder}); stop it or use another daemon.state_dir"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 class Engine:
     """``Engine(config)``, ``start()``, then submit / await_job / cancel / status ...; ``shutdown()``."""
 
@@ -79,7 +101,9 @@ class Engine:
         self._threads: list[threading.Thread] = []
         self._started = False
 
-        cfg.state_dir.mkdir(parents=True, exist_ok=True)
+        cfg.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(cfg.state_dir, 0o700)  # private: the journal holds witnesses (secret inputs) until jobs finish
+        self._lock_fd = lock_state_dir(cfg.state_dir)  # one daemon per state folder, before the journal opens
         if cfg.cpu.threads:  # read when the CPU backend's MSM pool is made
             os.environ["CUZK_CPU_THREADS"] = str(cfg.cpu.threads)
         mem = machine_memory()
@@ -90,10 +114,16 @@ class Engine:
         self.srs = srsmod.SrsManager(
             cfg.srs_cache_dir, self.backend, self.executor.hot_budgets(), cfg.srs.warm_budget or mem // 2, self.metrics
         )
-        self.journal = Journal(cfg.journal_path, cfg.journal.synchronous)
+        try:
+            self.journal = Journal(cfg.journal_path, cfg.journal.synchronous)
+        except BaseException:
+            self._release_lock()
+            raise
+        self._gc_wake = threading.Event()  # a job finished: delete its payload now
         depth = cfg.pipeline.prover_queue_depth or len(self.executor.workers)
         self.prover_queue = ProverQueue(depth, affinity=len(self.executor.devices) > 1)
         self.table = JobTable(self.journal, self.scheduler, self.metrics, self.timeline, self.backend.name)
+        self.table.on_finished = self._gc_wake.set
         self.pipeline = Pipeline(
             cfg,
             self.table,
@@ -189,10 +219,17 @@ class Engine:
             j.done.set()  # wake awaiters; they answer UNAVAILABLE
         for c in list(self.circuits.values()):
             c.close()  # Python circuits' witness processes
+        self._gc_wake.set()
         if clean:
             self.journal.close()
             self.timeline.close()
+        self._release_lock()  # the process exits next (an unclean stop's threads are daemon threads)
         return clean
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, -1
+        if fd >= 0:
+            os.close(fd)  # releases the flock (an unclean stop keeps it until the process exits)
 
     # -- circuits -----------------------------------------------------------------------------------
     def _register(self, cc: CircuitConfig, source: str) -> Circuit:
@@ -418,6 +455,17 @@ class Engine:
             raise ResourceExhausted(
                 f"daemon queue full ({total} jobs active, scheduler.max_pending {self.config.scheduler.max_pending}); retry later"
             )
+        cap = self.config.scheduler.max_queue_bytes
+        nbytes = sum(len(d) for _k, d in payloads)
+        if cap:
+            with self.table.lock:
+                queued = sum(j.input_bytes for j in self.table.active.values() if not j.final)
+            if queued + nbytes > cap:
+                self.metrics.rejected.labels(reason="bytes_full").inc()
+                raise ResourceExhausted(
+                    f"daemon queue full: {queued} input bytes active + {nbytes} submitted exceed "
+                    f"scheduler.max_queue_bytes {cap}; retry later"
+                )
         job_id = uuid.uuid4().hex
         now = time.time()
         try:
@@ -425,6 +473,7 @@ class Engine:
         except Exception as e:
             self.table.journal_error(e, "cannot journal the job")
         job = Job(job_id, request_id, c, prio, parts, now, rhash)
+        job.input_bytes = nbytes
         pos = self.table.add(job)
         self.metrics.submitted.labels(circuit=c.id).inc()
         self.timeline.event("SUBMIT", job.job_id, detail=c.id)
@@ -443,8 +492,15 @@ class Engine:
     def _recover(self) -> None:
         """Queue again what the journal holds unfinished (from a crash or a drain that left it)."""
         rows = self.journal.unfinished()
+        max_attempts = self.config.journal.max_attempts
         for row in rows:
             jid = row["job_id"]
+            n = row["attempts"]
+            if max_attempts and n >= max_attempts:  # begun n times, never finished: the daemon died in it
+                err = f"quarantined after {n} attempts: the daemon stopped while proving it {n} times"
+                self.journal.quarantine(jid, err)
+                log.error("event=job_quarantined job=%s circuit=%s attempts=%d", jid, row["circuit_id"], n)
+                continue
             c = self.circuits.get(row["circuit_id"])
             if c is None:
                 self.journal.finish(
@@ -469,6 +525,8 @@ class Engine:
                 row["request_hash"],
                 attempts=row["attempts"],
             )
+            job.input_bytes = sum(len(d) for _k, d in payloads)
+            del payloads  # only the parsed parts stay
             self.table.add(job)
             self.journal.event(jid, "recovered", f"state was {row['state']}")
             self.metrics.recovered.inc()
@@ -537,10 +595,18 @@ class Engine:
         """Delete finished jobs' payloads, and results older than ``journal.retention``."""
         retention = self.config.journal.retention
         period = max(0.5, min(10.0, retention / 4 if retention else 10.0))
-        while not self.stopped.wait(period):
+        next_purge = time.monotonic() + period
+        while not self.stopped.is_set():
+            self._gc_wake.wait(max(0.0, next_purge - time.monotonic()))
+            self._gc_wake.clear()
+            if self.stopped.is_set():
+                break
             try:
+                self.journal.purge_payloads()  # as soon as a job finished: witnesses do not outlive their job
+                if time.monotonic() < next_purge:
+                    continue
+                next_purge = time.monotonic() + period
                 cutoff = time.time() - retention
-                self.journal.purge_payloads()
                 n = self.journal.purge(cutoff)
                 self.table.expire(cutoff)
                 if n:

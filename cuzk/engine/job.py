@@ -125,6 +125,7 @@ class Job:
         self.submitted_at = submitted_at
         self.request_hash = request_hash
         self.attempts = attempts  # runs begun before this one (from the journal)
+        self.input_bytes = 0  # the request's payload bytes (scheduler.max_queue_bytes counts them)
         self.part_bytes = circuit.working_bytes()
         self._state = JobState.QUEUED
         self.error = ""

@@ -14,6 +14,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from .errors import AlreadyExists, EngineError, NotFound, Unavailable
 from .job import FINAL_STATES, Job, JobRecord, JobState, PartStage
@@ -40,6 +41,7 @@ class JobTable:
         self.by_request: dict[str, str] = {}
         self.totals: collections.Counter[JobState] = collections.Counter()
         self.draining = False  # set by the engine's shutdown: journal errors then mean "shutting down"
+        self.on_finished: Callable[[], None] | None = None  # the engine's housekeeping: delete the payload now
 
     # -- membership -------------------------------------------------------------------------------
     def add(self, job: Job) -> int:
@@ -92,6 +94,8 @@ class JobTable:
             self.totals[state] += 1
         self._observe(job, rec)
         job.done.set()
+        if self.on_finished is not None:
+            self.on_finished()
         return True
 
     def _observe(self, job: Job, rec: JobRecord) -> None:

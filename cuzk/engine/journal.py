@@ -78,13 +78,78 @@ CREATE TABLE IF NOT EXISTS circuits (
 """
 
 
+# what a journal must hold for this daemon to use it: table -> columns ("file" of payloads is added to
+# older journals at open)
+EXPECTED = {
+    "jobs": {
+        "seq", "job_id", "request_id", "request_hash", "circuit_id", "priority", "n_partitions", "state",
+        "submitted_at", "started_at", "finished_at", "attempts", "error", "result",
+    },
+    "payloads": {"job_id", "part", "kind", "data"},
+    "events": {"id", "job_id", "event", "at", "detail"},
+    "circuits": {"id", "spec", "registered_at"},
+}  # fmt: skip
+
+
+class JournalDamaged(CuzkError):
+    """The journal file is not a sound journal of this daemon; it was left as it is."""
+
+
+def check_db(db: sqlite3.Connection) -> list[str]:
+    """Problems of an open journal (empty: sound): SQLite's quick_check (every page readable, b-trees
+    well formed) and the schema. Reads only."""
+    problems: list[str] = []
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()}
+        for t, cols in EXPECTED.items():
+            if t not in tables:  # created at open (CREATE TABLE IF NOT EXISTS)
+                continue
+            have = {r[1] for r in db.execute(f"PRAGMA table_info({t})").fetchall()}
+            if cols - have:
+                problems.append(f"table {t} lacks column(s) {', '.join(sorted(cols - have))}")
+        rows = [r[0] for r in db.execute("PRAGMA quick_check(20)").fetchall()]
+        if rows != ["ok"]:
+            problems.extend(str(r) for r in rows)
+    except sqlite3.Error as e:
+        problems.append(str(e))
+    return problems
+
+
+def private_file(path: Path) -> None:
+    """Create ``path`` (if missing) readable by its owner only; tighten an existing one."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
 class Journal:
     def __init__(self, path: str | Path, synchronous: str = "full") -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        if not fresh:  # SQLite gives the WAL and SHM files the database file's mode
+            try:
+                os.chmod(self.path, 0o600)
+            except OSError:
+                pass
+        else:
+            private_file(self.path)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
+        if not fresh:  # refused before anything is written to it: the damaged file stays as it was
+            problems = check_db(self._db)
+            if problems:
+                self._db.close()
+                d = self.path.parent
+                raise JournalDamaged(
+                    f"journal {self.path} is damaged ({problems[0]}); it is left untouched: "
+                    f"`cuzk journal check {d}` lists what is wrong, `cuzk journal salvage {d}` copies what is "
+                    "readable into a fresh journal (the damaged file is kept beside it)"
+                )
         self._lock = threading.Lock()
         with self._lock:
+            self._db.execute("PRAGMA secure_delete=ON")  # freed pages (finished jobs' witnesses) are zeroed
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
             self._db.execute("PRAGMA foreign_keys=OFF")
@@ -157,7 +222,7 @@ class Journal:
             self.spill_dir.mkdir(mode=0o700, exist_ok=True)
             name = f"{job_id}.{i}"
             tmp = self.spill_dir / (name + ".tmp")
-            with open(tmp, "wb") as fh:
+            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
                 fh.write(d)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -295,7 +360,22 @@ class Journal:
         files: list[str] = []
         n = self._tx(fn)
         self._unlink(files)
+        if n:
+            self.checkpoint()
         return n
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database and truncate it: deleted payloads' old pages leave the WAL
+        (with ``secure_delete`` their pages in the database are zeroed)."""
+        with self._lock:
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error:
+                pass
+
+    def quarantine(self, job_id: str, error: str) -> None:
+        """FAIL a job the daemon died in too often (at recovery, before it is queued)."""
+        self.finish(job_id, "failed", time.time(), error=error)
 
     # -- circuits ---------------------------------------------------------------------------------
     def save_circuit(self, cid: str, spec: dict[str, Any]) -> None:

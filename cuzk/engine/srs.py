@@ -104,7 +104,7 @@ def write_warm(path: str | Path, pk: ProvingKey, meta: dict[str, Any]) -> int:
     body_start = -(-(len(MAGIC) + 8 + len(hjson)) // 4096) * 4096
     path = Path(path)
     tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    with open(tmp, "wb") as fh:
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:  # private (issue 19)
         fh.write(MAGIC + struct.pack("<Q", len(hjson)) + hjson)
         fh.write(b"\0" * (body_start - fh.tell()))
         for name, data, _dtype, _shape in arrays:
@@ -233,7 +233,7 @@ class SrsManager:
         metrics: Metrics | None = None,
     ) -> None:
         self.cache_dir = Path(cache_dir)
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.backend = backend  # makes keys resident on its devices (HOT)
         self.hot_budget = dict(hot_budget)
         self.warm_budget = warm_budget
