@@ -204,3 +204,23 @@ def test_queue_bytes_limit(dev, state):
             e.submit("h8", [("wtns", w)])
     finally:
         e.shutdown(10)
+
+
+def test_recovery_parses_payloads_within_a_budget(dev, state):
+    w = dev.witness(1)
+    cfg = write_config(state, dev, f"[scheduler]\nmax_queue_bytes = {len(w)}\n")
+    state.mkdir(exist_ok=True)
+    j = Journal(state / "journal.sqlite")
+    ids = [uuid.uuid4().hex for _ in range(3)]
+    for i, jid in enumerate(ids):
+        j.insert_job(jid, None, "h", "h8", 2, [("wtns", dev.witness(10 + i))], 1.0 + i)
+    j.close()
+    e = engine(cfg)
+    try:
+        assert len(e._backlog) >= 1  # one job's payload parsed at start, the others when it finished
+        assert all(p.witness is None for p in e.lookup(ids[2]).parts)
+        for jid in ids:
+            assert e.await_job(jid, 60).status == "COMPLETED"
+        assert not e._backlog
+    finally:
+        e.shutdown(10)

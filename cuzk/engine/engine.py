@@ -18,6 +18,7 @@ thread that expires old results. The engine reaches devices only through the bac
 
 from __future__ import annotations
 
+import collections
 import fcntl
 import hashlib
 import json
@@ -120,6 +121,10 @@ class Engine:
             self._release_lock()
             raise
         self._gc_wake = threading.Event()  # a job finished: delete its payload now
+        self._backlog: collections.deque[Job] = collections.deque()  # recovered, payload not parsed yet
+        self._loaded: list[Job] = []  # recovered and parsed, not finished
+        self._refill_lock = threading.Lock()
+        self._recover_budget = cfg.scheduler.max_queue_bytes or budget
         depth = cfg.pipeline.prover_queue_depth or len(self.executor.workers)
         self.prover_queue = ProverQueue(depth, affinity=len(self.executor.devices) > 1)
         self.table = JobTable(self.journal, self.scheduler, self.metrics, self.timeline, self.backend.name)
@@ -348,12 +353,42 @@ class Engine:
 
     @staticmethod
     def _json(data: bytes, field: str) -> Any:
+        """Untrusted JSON with limits (issue 19): at most 64 levels of nesting (measured before parsing),
+        numbers and numeric strings of at most 100 digits; INVALID_ARGUMENT otherwise."""
+        from ..json_limits import MAX_DEPTH, max_nesting
+
+        max_digits = 100
+        depth = max_nesting(data)
+        if depth > MAX_DEPTH:
+            raise InvalidArgument(f"{field}: JSON nested {depth} levels deep, at most {MAX_DEPTH}")
+
+        def number(s: str) -> Any:
+            if len(s) > max_digits + 2:
+                raise InvalidArgument(f"{field}: a number of {len(s)} characters, at most {max_digits} digits")
+            return int(s) if s.lstrip("-").isdigit() else float(s)
+
         try:
-            return json.loads(data.decode("utf-8"))
+            obj = json.loads(data.decode("utf-8"), parse_int=number, parse_float=number)
         except UnicodeDecodeError:
             raise InvalidArgument(f"{field}: not UTF-8 text") from None
         except json.JSONDecodeError as e:
             raise InvalidArgument(f"{field}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        except (ValueError, RecursionError) as e:
+            raise InvalidArgument(f"{field}: unreadable JSON: {e}") from None
+        stack = [obj]
+        while stack:  # numeric strings ("123...", "0x...") of more than max_digits digits
+            v = stack.pop()
+            if isinstance(v, dict):
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+            elif isinstance(v, str) and len(v) > max_digits + 3:
+                t = v.strip().lstrip("+-")
+                hexa = t[:2].lower() == "0x"
+                t = t[2:] if hexa else t
+                if t and (all(ch in "0123456789abcdefABCDEF" for ch in t) if hexa else t.isdigit()):
+                    raise InvalidArgument(f"{field}: a number of {len(v)} characters, at most {max_digits} digits")
+        return obj
 
     def _split_request(self, c: Circuit, payloads: list[tuple[str, bytes]], field: str) -> list[tuple[str, bytes]]:
         """A multi-partition Python circuit takes one request with one inputs object for all its
@@ -490,7 +525,9 @@ class Engine:
 
     # -- recovery -----------------------------------------------------------------------------------
     def _recover(self) -> None:
-        """Queue again what the journal holds unfinished (from a crash or a drain that left it)."""
+        """Queue again what the journal holds unfinished (from a crash or a drain that left it). Every job
+        enters the table at once (awaitable, cancellable, counted) but its payload is read and parsed only
+        when :meth:`_refill` moves it to the scheduler: parsed recovered inputs stay within a budget."""
         rows = self.journal.unfinished()
         max_attempts = self.config.journal.max_attempts
         for row in rows:
@@ -507,14 +544,11 @@ class Engine:
                     jid, JobState.FAILED.value, time.time(), error=f"circuit {row['circuit_id']!r} is no longer registered"
                 )
                 continue
-            try:
-                payloads = self.journal.payloads(jid)  # a payload file gone: this job fails, the rest run
-                parts = [self._parse_part(c, i, k, d, f"partitions[{i}]") for i, (k, d) in enumerate(payloads)]
-                if len(parts) != c.partitions:
-                    raise InvalidArgument(f"{len(parts)} partitions journaled, circuit has {c.partitions}")
-            except CuzkError as e:
-                self.journal.finish(jid, JobState.FAILED.value, time.time(), error=f"cannot re-run after restart: {e}")
+            if row["n_partitions"] != c.partitions:
+                err = f"cannot re-run after restart: {row['n_partitions']} partitions journaled, circuit has {c.partitions}"
+                self.journal.finish(jid, JobState.FAILED.value, time.time(), error=err)
                 continue
+            parts = [Part(i, "wtns") for i in range(row["n_partitions"])]  # filled by _refill
             job = Job(
                 jid,
                 row["request_id"] or "",
@@ -525,14 +559,44 @@ class Engine:
                 row["request_hash"],
                 attempts=row["attempts"],
             )
-            job.input_bytes = sum(len(d) for _k, d in payloads)
-            del payloads  # only the parsed parts stay
             self.table.add(job)
             self.journal.event(jid, "recovered", f"state was {row['state']}")
             self.metrics.recovered.inc()
-            self.scheduler.push_job(job, c.spec.batchable)
+            self._backlog.append(job)
         if rows:
             log.info("event=jobs_recovered count=%d", len(rows))
+        self._refill()
+
+    def _refill(self) -> None:
+        """Parse recovered jobs' payloads and queue them, in journal order, while the parsed payloads of
+        recovered jobs not yet finished stay under the budget (``scheduler.max_queue_bytes``, else the
+        working-memory budget; always at least one job). Called at start and whenever a job finished."""
+        with self._refill_lock:
+            self._loaded = [j for j in self._loaded if not j.final]
+            held = sum(j.input_bytes for j in self._loaded)
+            while self._backlog and (not self._loaded or held < self._recover_budget):
+                job = self._backlog.popleft()
+                if job.final:  # cancelled while waiting
+                    continue
+                c = job.circuit
+                try:
+                    payloads = self.journal.payloads(job.job_id)  # a payload file gone: this job fails, the rest run
+                    parts = [self._parse_part(c, i, k, d, f"partitions[{i}]") for i, (k, d) in enumerate(payloads)]
+                    if len(parts) != len(job.parts):
+                        raise InvalidArgument(f"{len(parts)} partition payloads journaled, circuit has {len(job.parts)}")
+                except CuzkError as e:
+                    self.table.finish(job, JobState.FAILED, error=f"cannot re-run after restart: {e}")
+                    continue
+                with self.table.lock:
+                    if job.final:
+                        continue
+                    for p, q in zip(job.parts, parts, strict=True):
+                        p.kind, p.witness, p.inputs = q.kind, q.witness, q.inputs
+                    job.input_bytes = sum(len(d) for _k, d in payloads)
+                del payloads, parts
+                held += job.input_bytes
+                self._loaded.append(job)
+                self.scheduler.push_job(job, c.spec.batchable)
 
     # -- results, await, cancel -----------------------------------------------------------------------
     def lookup(self, job_id: str) -> Job | JobRecord:
@@ -602,6 +666,8 @@ class Engine:
             if self.stopped.is_set():
                 break
             try:
+                if self._backlog:
+                    self._refill()
                 self.journal.purge_payloads()  # as soon as a job finished: witnesses do not outlive their job
                 if time.monotonic() < next_purge:
                     continue
