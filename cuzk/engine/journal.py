@@ -5,8 +5,9 @@ Tables
             cancelled), times, attempts, and when finished the result (JSON: proofs, public signals,
             timings) or the error.
   payloads  the request's partition inputs (witness bytes or inputs JSON), written in the same
-            transaction as the job row (so a restart can re-run it) and deleted soon after the job
-            finished (by the housekeeping thread, off the critical path). Inputs above 64 MiB are
+            transaction as the job row (so a restart can re-run it) and deleted as soon as the job
+            finished (by the housekeeping thread, off the critical path; ``secure_delete`` zeroes the
+            freed pages and the WAL is checkpointed and truncated: no witness outlives its job). Inputs above 64 MiB are
             files in ``<journal>.payloads/`` (fsync'd before the row that names them), the row keeps
             the name: SQLite refuses values over 1 GB.
   events    an append-only log of state changes (accepted, started, recovered, completed, failed,
