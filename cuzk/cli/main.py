@@ -857,13 +857,43 @@ def run_verb(fn, args) -> int:
     except FileNotFoundError as e:
         _err(f"{e.filename}: no such file")
         return EXIT_USAGE
+    except OSError as e:  # a directory given as a file, a permission, a full disk: one line (issue 19)
+        _err(f"{e.filename}: {e.strerror}" if e.filename else f"{e.strerror or e}")
+        return EXIT_USAGE
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
 
 
+def _check_args(args) -> str | None:
+    """Arguments that would hang or mean nothing, as one line (issue 19): a negative --timeout-ms, a
+    FIFO or socket named as a file (opening a FIFO waits for a writer)."""
+    import stat
+
+    t = getattr(args, "timeout_ms", None)
+    if isinstance(t, int) and t < 0:
+        return f"--timeout-ms: {t} is negative (0 waits until the job is done)"
+    for name, v in vars(args).items():
+        if name in ("addr", "listen"):
+            continue
+        for s in v if isinstance(v, list) else [v]:
+            if not isinstance(s, str) or not s or "\0" in s:
+                continue
+            try:
+                mode = os.stat(s).st_mode
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+                return f"{s}: not a regular file (a {'FIFO' if stat.S_ISFIFO(mode) else 'socket'})"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    bad = _check_args(args)
+    if bad:
+        _err(bad)
+        return EXIT_USAGE
     return run_verb(args.fn, args)
 
 
