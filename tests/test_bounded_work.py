@@ -5,6 +5,7 @@ timeouts in one line."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -110,3 +111,88 @@ wasm = "{EX / "circuit.wasm"}"
             assert verifier.verify(vk, ok.public[0], formats.Proof.from_bytes(ok.proofs[0], vk.curve))
     finally:
         d.stop(10)
+
+
+def _zkey_with_domain(log_domain: int) -> bytes:
+    """The example zkey with its groth16 header's domainSize replaced (the file stays small)."""
+    from cuzk.r1cs.binfile import parse_binfile
+
+    data = bytearray((EX / "circuit.zkey").read_bytes())
+    bf = parse_binfile(bytes(data), "x", "zkey", (1,))
+    off, _size = bf.sections[2][0]
+    n8q = int.from_bytes(data[off : off + 4], "little")
+    pos = off + 4 + n8q
+    n8r = int.from_bytes(data[pos : pos + 4], "little")
+    pos += 4 + n8r + 8  # nVars, nPublic
+    data[pos : pos + 4] = (1 << log_domain).to_bytes(4, "little")
+    return bytes(data)
+
+
+def test_zkey_header_counts_checked_before_allocation(tmp_path):
+    import tracemalloc
+
+    from cuzk.groth16.zkey import read_zkey
+
+    p = tmp_path / "big.zkey"
+    p.write_bytes(_zkey_with_domain(31))
+    tracemalloc.start()
+    try:
+        with pytest.raises(CuzkError, match=r"claims 2\^31 constraints .* but the file has \d+ bytes$"):
+            read_zkey(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+
+
+def test_r1cs_header_constraint_count_checked(tmp_path):
+    from cuzk.r1cs.binfile import parse_binfile
+    from cuzk.r1cs.r1cs import read_r1cs
+
+    data = bytearray((EX / "circuit.r1cs").read_bytes())
+    off, size = parse_binfile(bytes(data), "x", "r1cs", (1,)).sections[1][0]
+    data[off + size - 4 : off + size] = (1 << 31).to_bytes(4, "little")  # nConstraints is the header's last u32
+    (tmp_path / "big.r1cs").write_bytes(data)
+    with pytest.raises(CuzkError, match=r"claims 2147483648 constraints but the file has \d+ bytes$"):
+        read_r1cs(tmp_path / "big.r1cs")
+
+
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("[" * 100 + "]" * 100, "nested 100 levels deep, at most 64"),
+        ('{"a": ' + "9" * 5000 + "}", "a number of 5000 characters, at most 100 digits"),
+        ('{"a": "' + "9" * 5000 + '"}', "a number of 5000 characters"),
+        ('{"a": ["0x' + "f" * 200 + '"]}', "a number of 202 characters"),
+        ('{"a": 1e' + "9" * 200 + "}", "a number of 202 characters"),
+        ("[" * 100_000, "nested 100000 levels deep"),
+    ],
+)
+def test_json_inputs_depth_and_number_limits(text, msg):
+    from cuzk.engine.engine import Engine
+    from cuzk.engine.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match=msg):
+        Engine._json(text.encode(), "inputs_json")
+    ok = Engine._json(b'{"a": ["3", 5, "0x' + b"f" * 64 + b'"], "b": {"c": [[1]]}}', "inputs_json")
+    assert ok["a"][1] == 5
+
+
+def test_cli_directory_fifo_and_negative_timeout_one_line(tmp_path, capsys):
+    from cuzk.cli.main import main
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    pub, proof = str(EX / "public.json"), str(EX / "proof.json")
+    cases = [
+        (["verify", str(tmp_path), pub, proof], "Is a directory"),
+        (["verify", str(fifo), pub, proof], "not a regular file (a FIFO)"),
+        (["prove", str(tmp_path), str(EX / "witness.wtns"), str(tmp_path / "p"), str(tmp_path / "q")], "Is a directory"),
+        (["await", "job", "--timeout-ms", "-5"], "--timeout-ms: -5 is negative"),
+    ]
+    for argv, msg in cases:
+        t0 = time.monotonic()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1 and "Traceback" not in err, err
+        assert time.monotonic() - t0 < 10

@@ -79,6 +79,14 @@ def _parse(bf: BinFile) -> ProvingKey:
     if n_vars < n_public + 1:
         raise FormatError(f"{where2}: nVars {n_vars} < nPublic + 1 = {n_public + 1}")
     g1, g2 = curve.g1_bytes, curve.g2_bytes
+    # the header's counts against the file's size before anything is allocated from them (issue 19):
+    # the IC, A, B1, B2 and H points alone need this many bytes
+    need = (n_public + 1) * g1 + n_vars * (2 * g1 + g2) + domain * g1
+    if need > len(bf.data):
+        raise FormatError(
+            f"{where2}: claims 2^{domain.bit_length() - 1} constraints and {n_vars} wires ({need} bytes of points) "
+            f"but the file has {len(bf.data)} bytes"
+        )
     alpha1, beta1 = pts.from_lem(curve, 1, r2.bytes(2 * g1, "alpha1, beta1"), 2, where2)
     beta2, gamma2 = pts.from_lem(curve, 2, r2.bytes(2 * g2, "beta2, gamma2"), 2, where2)
     (delta1,) = pts.from_lem(curve, 1, r2.bytes(g1, "delta1"), 1, where2)

@@ -142,6 +142,8 @@ def _parse(bf) -> R1CS:
         )
 
     body = np.frombuffer(bf.section(2, "constraints"), dtype=np.uint8)
+    if 12 * n_constraints > body.shape[0]:  # three term counts each: checked before anything is allocated
+        raise FormatError(f"{path}: section 1 (header): claims {n_constraints} constraints but the file has {len(bf.data)} bytes")
     counts = np.zeros(3, dtype=np.int64)
     dummy_rp = np.zeros((3, 1), dtype=np.int64)
     dummy_c = np.zeros(0, dtype=np.uint32)
