@@ -583,6 +583,8 @@ listen = "127.0.0.1:0"
 backend = "cpu"
 [srs]
 preload = ["h8"]
+[registration]
+roots = {json.dumps(REG_ROOTS)}
 [[circuits]]
 id = "h8"
 r1cs = "{h8.r1cs}"
