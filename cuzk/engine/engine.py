@@ -103,7 +103,10 @@ class Engine:
         self._started = False
 
         cfg.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(cfg.state_dir, 0o700)  # private: the journal holds witnesses (secret inputs) until jobs finish
+        try:
+            os.chmod(cfg.state_dir, 0o700)  # private: the journal holds witnesses (secret inputs) until jobs finish
+        except OSError as e:
+            log.warning("event=state_dir_not_private state_dir=%s error=%r", cfg.state_dir, e.strerror)
         self._lock_fd = lock_state_dir(cfg.state_dir)  # one daemon per state folder, before the journal opens
         if cfg.cpu.threads:  # read when the CPU backend's MSM pool is made
             os.environ["CUZK_CPU_THREADS"] = str(cfg.cpu.threads)
