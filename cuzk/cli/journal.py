@@ -121,6 +121,7 @@ def cmd_salvage(a) -> int:
             stamp = time.strftime("%Y%m%dT%H%M%S")
             aside = p.with_name(f"{p.name}.damaged-{stamp}")
             os.replace(p, aside)
+            os.chmod(aside, 0o600)  # it may hold witnesses: private like the journal (its bytes unchanged)
             for s in SIDE:
                 if os.path.exists(str(p) + s):
                     os.replace(str(p) + s, str(aside) + s)
