@@ -16,6 +16,7 @@ CUZK_ADDR (see ``cuzk daemon``).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import threading
@@ -157,6 +158,8 @@ def cmd_timeline(a) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cuzk-bench", description="load and timing tool for a running cuzk daemon")
     p.add_argument("-a", "--addr", default=None, help="daemon address (unix:///path or host:port; default $CUZK_ADDR)")
+    p.add_argument("--token", default=None, help="bearer token (default: $CUZK_TOKEN)")
+    p.add_argument("--ca", default=None, help="CA bundle (PEM): TLS to a TCP address (default: $CUZK_CA)")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     s = sub.add_parser("single", help="one proof: timings split and the proof")
     s.add_argument("circuit")
@@ -195,6 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
+    if a.token:  # the Client takes $CUZK_TOKEN / $CUZK_CA by default
+        os.environ["CUZK_TOKEN"] = a.token
+    if a.ca:
+        os.environ["CUZK_CA"] = a.ca
     if getattr(a, "count", 1) < 1 or getattr(a, "concurrency", 1) < 1:
         _err("--count and --concurrency must be at least 1")
         return EXIT_USAGE

@@ -523,7 +523,13 @@ def cmd_demo(a) -> int:
 def _client(a):
     from ..server.client import Client
 
-    return Client(a.addr)
+    return Client(
+        a.addr,
+        token=getattr(a, "token", None),
+        ca=getattr(a, "ca", None),
+        cert=getattr(a, "cert", None),
+        key=getattr(a, "key", None),
+    )
 
 
 def _inputs(paths: list[str]) -> list:
@@ -790,6 +796,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     def client_opts(s):
         s.add_argument("--addr", default=None, help="daemon address (default: $CUZK_ADDR, else the default daemon.listen)")
+        s.add_argument("--token", default=None, help="bearer token (default: $CUZK_TOKEN)")
+        s.add_argument("--ca", default=None, help="CA bundle (PEM): TLS to a TCP address (default: $CUZK_CA)")
+        s.add_argument("--cert", default=None, help="client certificate (PEM), for mutual TLS")
+        s.add_argument("--key", default=None, help="client certificate's private key (PEM)")
 
     def result_opts(s):
         s.add_argument("--proof", help="write proof.json (a JSON array for several partitions)")
@@ -844,6 +854,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .journal import add_parsers as add_journal_parsers  # cuzk journal check|salvage (issue 19)
 
     add_journal_parsers(sub)
+    __import__("cuzk.cli.token", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk token add|list|revoke (issue 19)
     return p
 
 

@@ -183,6 +183,48 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
     ("srs", "warm_budget", "auto", "size", 'bytes of WARM cache files kept; "auto" = a half of the machine\'s memory'),
     ("srs", "preload", [], "list", "circuit ids made HOT at start-up"),
     (
+        "security",
+        "tls_cert",
+        "",
+        "str",
+        'PEM server certificate (chain) for TLS on the TCP gRPC listener and the HTTP endpoint; "" = no TLS. '
+        "The unix socket never uses TLS (it is private by its file mode)",
+    ),
+    ("security", "tls_key", "", "str", "PEM private key of tls_cert"),
+    (
+        "security",
+        "tls_client_ca",
+        "",
+        "str",
+        'PEM CA bundle: when set, clients must present a certificate it signed (mutual TLS); "" = not asked',
+    ),
+    (
+        "security",
+        "tokens_file",
+        "",
+        "str",
+        "bearer-token file (SHA-256 hashes, mode 0600; managed by `cuzk token add|list|revoke`); when set, every "
+        'gRPC call on TCP and every HTTP request needs "authorization: Bearer <token>"; "" = no authentication',
+    ),
+    (
+        "security",
+        "unix_trusted",
+        True,
+        "bool",
+        "calls on the unix socket without a token are trusted as admin (the socket is 0600 in a 0700 folder: "
+        "only the daemon's user can connect; this is how Curio, which sends no token, connects). A token sent on "
+        "the socket is still checked. false = tokens required on the socket too",
+    ),
+    (
+        "security",
+        "insecure",
+        False,
+        "bool",
+        "allow a non-loopback gRPC/HTTP listener without both TLS and tokens (warned at every start)",
+    ),
+    ("security", "http_read_timeout", "10s", "duration", "HTTP endpoint: a connection idle this long is closed"),
+    ("security", "http_max_connections", 32, "int", "HTTP endpoint: connections served at once; more are closed at once"),
+    (
         "registration",
         "roots",
         [],
@@ -569,6 +611,10 @@ def load_config(
             ("journal", "path"),
             ("logging", "file"),
             ("logging", "timeline"),
+            ("security", "tls_cert"),
+            ("security", "tls_key"),
+            ("security", "tls_client_ca"),
+            ("security", "tokens_file"),
         ):
             v = sections[s][k]
             if v and not os.path.isabs(os.path.expanduser(v)):

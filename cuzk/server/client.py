@@ -158,13 +158,86 @@ def _partition(x):
     raise CuzkError(f"partition input must be .wtns bytes or inputs (dict or JSON text), got {type(x).__name__}")
 
 
+def _read(path: str, what: str) -> bytes:
+    try:
+        with open(os.path.expanduser(path), "rb") as fh:
+            return fh.read()
+    except OSError as e:
+        raise CuzkError(f"{what}: cannot read {path}: {e.strerror or e}") from None
+
+
+class _CallDetails(grpc.ClientCallDetails):  # type: ignore[misc]
+    def __init__(self, d, metadata):
+        self.method, self.timeout, self.credentials = d.method, d.timeout, d.credentials
+        self.wait_for_ready, self.compression = getattr(d, "wait_for_ready", None), getattr(d, "compression", None)
+        self.metadata = metadata
+
+
+class _BearerToken(
+    grpc.UnaryUnaryClientInterceptor,  # type: ignore[misc]
+    grpc.UnaryStreamClientInterceptor,  # type: ignore[misc]
+    grpc.StreamUnaryClientInterceptor,  # type: ignore[misc]
+    grpc.StreamStreamClientInterceptor,  # type: ignore[misc]
+):
+    """Adds ``authorization: Bearer <token>`` to every call."""
+
+    def __init__(self, token: str) -> None:
+        self._md = ("authorization", f"Bearer {token}")
+
+    def _d(self, d):
+        return _CallDetails(d, [*(d.metadata or ()), self._md])
+
+    def intercept_unary_unary(self, cont, d, req):
+        return cont(self._d(d), req)
+
+    def intercept_unary_stream(self, cont, d, req):
+        return cont(self._d(d), req)
+
+    def intercept_stream_unary(self, cont, d, it):
+        return cont(self._d(d), it)
+
+    def intercept_stream_stream(self, cont, d, it):
+        return cont(self._d(d), it)
+
+
 class Client:
-    def __init__(self, address: str | None = None, timeout: float | None = None, max_message_bytes: int = 1 << 30):
+    def __init__(
+        self,
+        address: str | None = None,
+        timeout: float | None = None,
+        max_message_bytes: int = 1 << 30,
+        *,
+        token: str | None = None,
+        ca: str | None = None,
+        cert: str | None = None,
+        key: str | None = None,
+        server_name: str | None = None,
+    ):
+        """``token`` (default $CUZK_TOKEN) is sent as ``authorization: Bearer``; ``ca`` (default $CUZK_CA,
+        a PEM file) turns TLS on for a TCP address; ``cert``/``key`` (PEM files) are the client certificate
+        for mutual TLS; ``server_name`` overrides the name checked in the server's certificate."""
         self.address = address or default_address()
         self.timeout = timeout
-        opts = [("grpc.max_send_message_length", max_message_bytes), ("grpc.max_receive_message_length", max_message_bytes)]
-        self.channel = grpc.insecure_channel(_target(self.address), options=opts)
-        self.stub = pb_grpc.ProvingEngineStub(self.channel)
+        token = token if token is not None else os.environ.get("CUZK_TOKEN") or None
+        ca = ca if ca is not None else os.environ.get("CUZK_CA") or None
+        opts: list[tuple[str, object]] = [
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes),
+        ]
+        target = _target(self.address)
+        if (ca or cert) and not target.startswith("unix:"):
+            creds = grpc.ssl_channel_credentials(
+                root_certificates=_read(ca, "ca") if ca else None,
+                private_key=_read(key, "key") if key else None,
+                certificate_chain=_read(cert, "cert") if cert else None,
+            )
+            if server_name:
+                opts.append(("grpc.ssl_target_name_override", server_name))
+            self.channel = grpc.secure_channel(target, creds, options=opts)
+        else:
+            self.channel = grpc.insecure_channel(target, options=opts)
+        ch = grpc.intercept_channel(self.channel, _BearerToken(token)) if token else self.channel
+        self.stub = pb_grpc.ProvingEngineStub(ch)
 
     def close(self) -> None:
         self.channel.close()

@@ -53,7 +53,7 @@ from ..engine.config import CURIO_KINDS
 from ..engine.engine import Engine
 from ..engine.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
 from ..engine.job import Job, JobRecord
-from . import protogen
+from . import auth, protogen
 from .service import _rpc
 
 log = logging.getLogger("cuzk.server")
@@ -268,6 +268,7 @@ class CurioService(cpb_grpc.ProvingEngineServicer):  # type: ignore[misc]  # gen
                     j = None
                 if isinstance(j, Job) and not j.final:
                     log.info("event=curio_join request_id=%s job=%s", rid, j.job_id)
+                    auth.note_owner(j.job_id)
                     return j.job_id, 0, True
         # a unique engine request id per attempt: journaled and logged, never deduplicated against an earlier try
         erid = f"curio:{rid}:{uuid.uuid4().hex[:12]}" if rid else ""
@@ -275,6 +276,7 @@ class CurioService(cpb_grpc.ProvingEngineServicer):  # type: ignore[misc]  # gen
             job, _dup, pos = self.engine.submit(prep.circuit_id, prep.payloads, prep.priority, erid, prep.fields)
         except InvalidArgument as e:
             raise ProofRefused(str(e)) from None
+        auth.note_owner(job.job_id)
         if rid:
             with self._lock:
                 self._ids[rid] = (prep.digest, job.job_id)
@@ -354,7 +356,9 @@ class CurioService(cpb_grpc.ProvingEngineServicer):  # type: ignore[misc]  # gen
     def CancelProof(self, request: Any, context: Any) -> Any:
         if not request.job_id:
             raise InvalidArgument("job_id: required")
-        was, _cancelled, _status = self.engine.cancel(self.resolve(request.job_id))
+        jid = self.resolve(request.job_id)
+        auth.check_cancel(jid)
+        was, _cancelled, _status = self.engine.cancel(jid)
         return cpb.CancelProofResponse(was_running=was)
 
     @_rpc

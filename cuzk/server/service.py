@@ -27,7 +27,7 @@ from .. import CuzkError
 from ..engine.engine import Engine
 from ..engine.errors import EngineError, InvalidArgument, ResourceExhausted
 from ..engine.job import Job, JobRecord
-from . import protogen
+from . import auth, protogen
 
 log = logging.getLogger("cuzk.server")
 pb, pb_grpc = protogen.load()
@@ -151,6 +151,7 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
         return self.engine.submit(req.circuit_id, payloads, int(req.priority), req.request_id, fields)
 
     def _submit_response(self, job: Job | JobRecord, dup: bool, pos: int) -> Any:
+        auth.note_owner(job.job_id)
         if isinstance(job, JobRecord):  # a duplicate of a finished request
             status, device = _STATUS.get(job.status, pb.UNKNOWN), ""
         else:
@@ -237,12 +238,14 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
         if not request.HasField("submit"):
             raise InvalidArgument("submit: required (the SubmitProofRequest)")
         job, dup, _pos = self._submit(request.submit)
+        auth.note_owner(job.job_id)
         return pb.ProveResponse(result=self._await(job.job_id, request.timeout_ms, context), duplicate=dup)
 
     @_rpc
     def CancelProof(self, request: Any, context: Any) -> Any:
         if not request.job_id:
             raise InvalidArgument("job_id: required")
+        auth.check_cancel(request.job_id)
         was, cancelled, status = self.engine.cancel(request.job_id)
         return pb.CancelProofResponse(was_running=was, cancelled=cancelled, status=_STATUS.get(status, pb.UNKNOWN))
 
