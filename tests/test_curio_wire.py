@@ -107,6 +107,7 @@ def daemon(zk: Path, **over: Any):
     tmp = tempfile.mkdtemp(prefix="czc", dir="/tmp")
     o = {"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock", "gpus.backend": "cpu", "curio.circuits": MAP}
     o["registration.roots"] = [tempfile.gettempdir()]
+    o["registration.python_modules"] = ["cuzk.", "test_curio_wire"]  # this module's toy circuit
     o.update(over)
     d = Daemon(load_config(overrides=o)).start()
     ours = Client(d.address)
@@ -447,6 +448,7 @@ def test_window_post_2kib_like_curio(tmp_path):
         "daemon.listen": f"unix://{tmp}/d.sock",
         "gpus.backend": "cpu",
         "registration.roots": [tempfile.gettempdir()],
+        "registration.python_modules": ["cuzk.", "test_curio_wire"],
         "curio.circuits": {"wpost_10": "wpost-2k"},
     }
     d = Daemon(load_config(overrides=over)).start()
@@ -510,6 +512,7 @@ def test_porep_2kib_end_to_end():
         "daemon.listen": f"unix://{tmp}/d.sock",
         "gpus.backend": "cpu",
         "registration.roots": [tempfile.gettempdir()],
+        "registration.python_modules": ["cuzk.", "test_curio_wire"],
         "curio.circuits": {"porep_5": "porep-2k"},
     }
     d = Daemon(load_config(overrides=over)).start()
