@@ -51,6 +51,8 @@ prover_queue_depth = 1
 [logging]
 format = "{fmt}"
 file = "{state}/daemon.log"
+[registration]
+roots = ["{Path(h10.folder).parent}"]  # the kill -9 test registers 'big' by RPC from beside h10
 [[circuits]]
 id = "h10"
 r1cs = "{h10.r1cs}"

@@ -34,6 +34,7 @@ one-line message naming the wasm file or input file and the signal.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -299,13 +300,23 @@ def _start_ticker(engine: wasmtime.Engine) -> None:
         if _ticker is not None:
             return
 
+        stop = threading.Event()
+
         def tick() -> None:
-            while True:
-                time.sleep(_TICK)
+            while not stop.wait(_TICK):
                 engine.increment_epoch()
 
-        _ticker = threading.Thread(target=tick, name="cuzk-wasm-epoch", daemon=True)
-        _ticker.start()
+        def join() -> None:
+            # stopped before the interpreter finalizes: a daemon thread that wakes during finalization is
+            # ended by pthread_exit, whose forced unwind walks numba's JIT frame registrations, freed by
+            # then (the test suite's process died of SIGBUS at exit in _Unwind_Find_FDE from this thread)
+            stop.set()
+            t.join(1.0)
+
+        t = threading.Thread(target=tick, name="cuzk-wasm-epoch", daemon=True)
+        t.start()
+        atexit.register(join)
+        _ticker = t
 
 
 def _set_deadline(store: wasmtime.Store, seconds: float) -> None:
