@@ -4,6 +4,8 @@
 #   bash cuzk/bench/device_run.sh MODES [extra args for cuzk.bench.gpu_kernels or cuzk.bench.gpu_prove]
 # MODES: a comma-separated list of tests, vectors, bench, prove, curves, curves_short, synth, or "all"
 #   (= tests,bench)
+#   porep: a PoRep partition from its vanilla proof, in process, GPU key in memory (issue 18's device row:
+#   8 MiB sector, POREP_CHALLENGES challenges, default 68 = ~130M constraints; needs an H200's memory)
 #   synth: the synthesis benchmarks of Python circuits on the host's cores (BENCHMARKS 6; no GPU)
 #   curves_short: the curves rows cut to fit ~4 minutes (G1 2^20..2^24, G2 2^20..2^22, NTT 2^20..2^24,
 #   a 2^22 dense proof per curve)
@@ -87,4 +89,8 @@ if has synth; then
 fi
 if has prove; then
   python3 -m cuzk.bench.gpu_prove --json "$OUT/gpu_prove.json" "$@" 2>&1 | tee "$OUT/prove.txt"
+fi
+if has porep; then
+  timeout "${POREP_TIMEOUT:-560}" python3 -m cuzk.bench.porep_e2e --in-process --backend gpu --sector-size 8MiB \
+    --challenges "${POREP_CHALLENGES:-68}" --reps "${POREP_REPS:-2}" --json "$OUT/porep_e2e.json" 2>&1 | tee "$OUT/porep_e2e.txt" | tail -12
 fi

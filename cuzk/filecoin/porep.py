@@ -270,19 +270,24 @@ class PoRep(Circuit):
     little-endian), CommR; then per challenge its node index followed by its 14 parents' indices (6 base,
     8 expander). CommC and CommR_last are private. One decomposition of each index into log2(nodes) bits
     serves tree_d's path, tree_c's and tree_r_last's paths (every arity is a power of two) and the label's
-    node field."""
+    node field.
+
+    ``challenges`` is at most 18 in Filecoin (a partition of a 32 GiB sector has 18 of 176); up to
+    ``MAX_BENCH_CHALLENGES`` are accepted so that a small sector's partition can be made as large as a
+    32 GiB one for size benchmarks (an 8 MiB sector with 68 challenges: ~130M constraints)."""
+
+    MAX_BENCH_CHALLENGES = 128
 
     def __init__(self, proof_id: int = 5, challenges: int = 2, shape: str = DEFAULT_SHAPE):
         if shape not in SHAPES:
             raise CircuitError(f"PoRep: shape {shape!r}: expected one of {', '.join(SHAPES)}")
         super().__init__(proof_id=proof_id, challenges=challenges, shape=shape)
         self.shape = shape
-        if (
-            isinstance(challenges, bool)
-            or not isinstance(challenges, int)
-            or not 1 <= challenges <= P.MAX_CHALLENGES_PER_PARTITION
-        ):
-            raise CircuitError(f"PoRep: challenges {challenges!r}: expected 1 to {P.MAX_CHALLENGES_PER_PARTITION}")
+        if isinstance(challenges, bool) or not isinstance(challenges, int) or not 1 <= challenges <= self.MAX_BENCH_CHALLENGES:
+            raise CircuitError(
+                f"PoRep: challenges {challenges!r}: expected 1 to {P.MAX_CHALLENGES_PER_PARTITION} "
+                f"(Filecoin's limit; up to {self.MAX_BENCH_CHALLENGES} for size benchmarks)"
+            )
         if isinstance(proof_id, bool) or not isinstance(proof_id, int):
             raise CircuitError(f"PoRep: proof id {proof_id!r}: expected an integer")
         self.proof_id, self.challenges = proof_id, challenges
@@ -305,7 +310,7 @@ class PoRep(Circuit):
             return partition_openings(data, partition)
 
         try:
-            return decode(data)
+            return decode(data, max_challenges=self.challenges)
         except VanillaError as e:
             raise CircuitError(str(e)) from None
 

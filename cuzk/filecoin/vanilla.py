@@ -218,8 +218,10 @@ def encode(obj: dict[str, Any]) -> bytes:
     return bytes(out)
 
 
-def decode(data: bytes, where: str = "vanilla proof") -> dict[str, Any]:
-    """The JSON view of a vanilla proof file; VanillaError (one line) for anything malformed."""
+def decode(data: bytes, where: str = "vanilla proof", max_challenges: int = 0) -> dict[str, Any]:
+    """The JSON view of a vanilla proof file; VanillaError (one line) for anything malformed.
+    ``max_challenges`` raises the limit of challenges (a partition's in Filecoin) for a circuit made
+    with more, for size benchmarks (the file's length is checked against its count either way)."""
     if len(data) < _HEAD.size + 6 * 32:
         raise VanillaError(f"{where}: {len(data)} bytes, too short for a vanilla proof header")
     magic, version, proof_id, partition, n, sector_id = _HEAD.unpack_from(data, 0)
@@ -231,7 +233,7 @@ def decode(data: bytes, where: str = "vanilla proof") -> dict[str, Any]:
         raise VanillaError(f"{where}: version {version}; this cuzk reads versions {VERSION} (PoRep) and {VERSION_POST} (PoSt)")
     depth_d, layers, arities = _shape(proof_id)
     sp = P.PARAMS[P.sector_size_of(proof_id)]
-    limit = max(sp.porep_challenges_per_partition, sp.ni_porep_challenges_per_partition)
+    limit = max(sp.porep_challenges_per_partition, sp.ni_porep_challenges_per_partition, max_challenges)
     if not 1 <= n <= limit:
         raise VanillaError(f"{where}: {n} challenges; a partition of proof {proof_id} has at most {limit}")
     size = _HEAD.size + 6 * 32 + n * challenge_size(proof_id)
