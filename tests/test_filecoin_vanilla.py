@@ -113,3 +113,19 @@ def test_vanilla_round_trip_and_refusal_naming_the_challenge(tmp_path):
         check=False,
     )
     assert r.returncode == 2 and "not a Filecoin sector size" in r.stderr
+
+
+def test_more_challenges_than_a_partition_only_for_a_circuit_made_with_them():
+    from cuzk.circuit.circuit import CircuitError
+    from cuzk.filecoin.porep import PoRep
+
+    n = 5  # a 2 KiB partition (proof 5) has 2 in Filecoin; a size benchmark's circuit may take more
+    data = V._HEAD.pack(V.MAGIC, 1, 5, 0, n, 7) + bytes(6 * 32) + bytes(n * V.challenge_size(5))
+    with pytest.raises(V.VanillaError, match="5 challenges; a partition of proof 5 has at most 2"):
+        V.decode(data)
+    assert len(V.decode(data, max_challenges=n)["challenges"]) == n
+    assert len(PoRep(proof_id=5, challenges=n).parse_binary(data)["challenges"]) == n
+    with pytest.raises(CircuitError, match="at most 2"):
+        PoRep(proof_id=5, challenges=2).parse_binary(data)
+    with pytest.raises(CircuitError, match=r"challenges 129: expected 1 to 18 \(Filecoin's limit; up to 128"):
+        PoRep(proof_id=5, challenges=129)
