@@ -21,7 +21,7 @@ from cuzk.engine import srs as srsmod
 from cuzk.engine.config import ConfigError, load_config
 from cuzk.engine.devcircuit import make_dev_circuit
 from cuzk.engine.engine import Engine
-from cuzk.engine.errors import FailedPrecondition, Unavailable
+from cuzk.engine.errors import FailedPrecondition, NotFound, Unavailable
 from cuzk.engine.job import IllegalTransition, Job, JobRecord, JobState, Part
 from cuzk.engine.journal import Journal
 from cuzk.engine.registry import Circuit
@@ -699,20 +699,37 @@ def test_failed_and_cancelled_jobs_free_their_queued_witnesses(dev, engines, gat
     assert all(e.await_job(j.job_id, 30).status == "COMPLETED" for j in busy)
 
 
-def test_srs_register_checks_references_before_touching_the_cache(dev, tmp_path):
+def test_srs_versions_of_one_circuit_live_side_by_side(dev, tmp_path):
+    """A circuit's new version gets its own SRS entry; the old one stays (HOT, its cache file kept) while a
+    proof holds it and until it is unregistered; then it goes at its last release."""
     a = Circuit(cfgmod.validate_circuit(dev["snarkjs"].spec("c"), "c"))
     b = Circuit(cfgmod.validate_circuit(dev["bellperson"].spec("c"), "c"))
+    assert a.srs_key != b.srs_key and a.srs_key.startswith("c@")
     m = srsmod.SrsManager(tmp_path, CPU_BACKEND, {CPU: 1 << 30}, 1 << 30)
     m.register(a)
-    m.acquire("c", CPU)
+    pk_a, _, _ = m.acquire("c", CPU)  # by id: the current version
     files = sorted(tmp_path.glob("c-*.srs"))
     assert len(files) == 1
-    with pytest.raises(FailedPrecondition, match="in use"):
-        m.register(b)
-    assert sorted(tmp_path.glob("c-*.srs")) == files and m.tier("c") == srsmod.HOT
-    m.release("c", CPU)
-    m.register(b)  # no reference left: replaced, the old key's cache file goes
-    assert not files[0].exists() and m.tier("c") == srsmod.COLD
+    m.register(b)  # the id names b from now on; a's entry stays
+    assert m.versions("c") == [b.srs_key.partition("@")[2], a.srs_key.partition("@")[2]]
+    assert m.tier("c") == srsmod.COLD and m.tier(a.srs_key) == srsmod.HOT
+    assert sorted(tmp_path.glob("c-*.srs")) == files
+    pk_b, _, _ = m.acquire(b.srs_key, CPU)
+    assert pk_b.style == "bellperson" and pk_a.style == "snarkjs"
+    m.release(b.srs_key, CPU)
+    m.unregister(a)  # a's last job finished, but a proof still holds its key: it goes at the release
+    assert m.tier(a.srs_key) == srsmod.HOT and files[0].exists()
+    m.release(a.srs_key, CPU)
+    assert not files[0].exists() and m.versions("c") == [b.srs_key.partition("@")[2]]
+    assert {e["version"] for e in m.status()} == {b.srs_key.partition("@")[2]}
+    with pytest.raises(NotFound):
+        m.tier(a.srs_key)
+    # versions with the same key share one entry: unregistering one keeps it for the other
+    b2 = Circuit(cfgmod.validate_circuit(dev["bellperson"].spec("c", default_priority="high"), "c"))
+    assert b2.srs_key == b.srs_key and b2.version == b.version
+    m.register(b2)
+    m.unregister(b)
+    assert m.tier("c") == srsmod.HOT and m.versions("c") == [b.srs_key.partition("@")[2]]
 
 
 def test_a_broken_key_file_is_a_failed_precondition(dev, tmp_path):

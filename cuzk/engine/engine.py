@@ -10,9 +10,17 @@ list_circuits, preload / evict, snapshot; ``shutdown()``. The parts, each owning
 * :mod:`.scheduler` (priority, batches, memory budget), :mod:`.srs` (key tiers), :mod:`.journal`
   (durability), :mod:`.registry` (circuits), :mod:`.status` (snapshot, gauges).
 
-What the facade itself does: circuit registration, request validation and acceptance (journaled before
-it is acknowledged), recovery of journaled jobs at start, the drain at shutdown, and the housekeeping
-thread that expires old results. The engine reaches devices only through the backend
+What the facade itself does: circuit registration (files named under ``registration.roots``),
+request validation and acceptance (journaled before it is acknowledged), recovery of journaled jobs at
+start, the drain at shutdown, and the housekeeping thread that expires old results.
+
+Key pinning (issue 19): a job is bound to the circuit version it was accepted for (``job.circuit``, a
+:class:`Circuit` whose ``version`` hashes its files and whose ``srs_key`` names its key in the SRS
+manager) and proved and verified with that version's key. ``register_circuit(replace=True)`` installs a
+new version for new submissions; the old one stays (``_retired``) until its last accepted job finished,
+then its key and witness processes are released. The journal records each job's version and keeps the
+definitions of versions with unfinished jobs, so a restart recovers each job onto its own version (or
+fails it, naming why, if that version's files are gone or changed). The engine reaches devices only through the backend
 (``cuzk.backends.get_backend(gpus.backend)``).
 """
 
@@ -56,7 +64,7 @@ from .jobtable import JobTable
 from .journal import Journal
 from .metrics import Metrics
 from .pipeline import Pipeline
-from .registry import Circuit, check_registration, same_spec
+from .registry import Circuit, FileHasher, check_registration, same_spec
 from .scheduler import ProverQueue, Scheduler
 from .status import attach_metrics, snapshot
 from .timeline import Timeline
@@ -98,6 +106,8 @@ class Engine:
         self.started_wall = time.time()
         self._submit_lock = threading.Lock()  # journal order = queue order; no submit during a circuit swap
         self.circuits: dict[str, Circuit] = {}  # guarded by table.lock
+        self._retired: list[Circuit] = []  # replaced versions that accepted jobs still use (table.lock)
+        self._register_lock = threading.RLock()  # one registration at a time
         self.stopped = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started = False
@@ -123,6 +133,7 @@ class Engine:
         except BaseException:
             self._release_lock()
             raise
+        self.hasher = FileHasher(self.journal.file_hash, self.journal.save_file_hash)
         self._gc_wake = threading.Event()  # a job finished: delete its payload now
         self._backlog: collections.deque[Job] = collections.deque()  # recovered, payload not parsed yet
         self._loaded: list[Job] = []  # recovered and parsed, not finished
@@ -176,6 +187,8 @@ class Engine:
             except CuzkError as e:
                 log.error("event=circuit_restore_failed circuit=%s error=%r", cid, str(e))
         self._recover()
+        self._reap_retired()  # restored versions whose jobs all failed at recovery
+        self._prune()
         self.journal.purge_payloads()
         for i in range(max(1, cfg.synthesis.partition_workers)):
             self._spawn(self.pipeline.synthesis_loop, f"cuzk-synth-{i}")
@@ -225,7 +238,9 @@ class Engine:
         log.info("event=engine_stopped drained=%s in_flight_left=%d jobs_left_journaled=%d", clean, self.in_flight(), len(left))
         for j in left:
             j.done.set()  # wake awaiters; they answer UNAVAILABLE
-        for c in list(self.circuits.values()):
+        with self.table.lock:
+            every = [*self.circuits.values(), *self._retired]
+        for c in every:
             c.close()  # Python circuits' witness processes
         self._gc_wake.set()
         if clean:
@@ -240,20 +255,28 @@ class Engine:
             os.close(fd)  # releases the flock (an unclean stop keeps it until the process exits)
 
     # -- circuits -----------------------------------------------------------------------------------
+    def _new_circuit(self, cc: CircuitConfig, source: str) -> Circuit:
+        syn = self.config.synthesis
+        return Circuit(cc, source, syn.partition_workers, syn.python_processes, self.hasher)
+
     def _register(self, cc: CircuitConfig, source: str) -> Circuit:
         """At start-up: circuits of the config file and those registered by RPC before (from the journal)."""
-        c = Circuit(cc, source, self.config.synthesis.partition_workers, self.config.synthesis.python_processes)
+        c = self._new_circuit(cc, source)
         self._install(c)
         return c
 
     def _install(self, c: Circuit) -> None:
+        """``c`` becomes the circuit its id names (for new submissions); its version's definition is
+        journaled (a job accepted for it can be recovered onto it)."""
         with self.table.lock:
             self.srs.register(c)
             self.circuits[c.id] = c
+        self.journal.save_version(c.id, c.version, c.spec.as_dict(), c.key_hash, c.file_hashes, c.source)
         log.info(
-            "event=circuit_registered circuit=%s source=%s constraints=%d wires=%d domain=2^%d partitions=%d key=%s",
+            "event=circuit_registered circuit=%s source=%s version=%s constraints=%d wires=%d domain=2^%d partitions=%d key=%s",
             c.id,
             c.source,
+            c.version,
             c.n_constraints,
             c.n_wires,
             c.domain_log,
@@ -273,37 +296,80 @@ class Engine:
             )
         if old.source == "config":
             raise FailedPrecondition(f"circuit {cc.id!r} comes from the config file; change it there")
-        if any(j.circuit is old and not j.final for j in self.table.active.values()):
-            raise FailedPrecondition(f"circuit {cc.id!r} has active jobs; redefine it when they finished")
         return False
 
+    def _retire(self, old: Circuit) -> None:
+        """``old`` was replaced: released now if no accepted job uses it, else after its last one."""
+        with self.table.lock:
+            busy = sum(1 for j in self.table.active.values() if j.circuit is old and not j.final)
+            if busy:
+                self._retired.append(old)
+        if busy:
+            log.info("event=circuit_version_retired circuit=%s version=%s jobs=%d", old.id, old.version, busy)
+        else:
+            self._drop_version(old)
+
+    def _reap_retired(self) -> None:
+        """Release the replaced versions whose last job finished."""
+        with self.table.lock:
+            if not self._retired:
+                return
+            live = {id(j.circuit) for j in self.table.active.values() if not j.final}
+            done = [c for c in self._retired if id(c) not in live]
+            self._retired = [c for c in self._retired if id(c) in live]
+        for c in done:
+            self._drop_version(c)
+
+    def _drop_version(self, c: Circuit) -> None:
+        self.srs.unregister(c)  # its key's HOT copies and cache file, unless the current version shares the key
+        c.close()
+        log.info("event=circuit_version_released circuit=%s version=%s", c.id, c.version)
+        self._prune()
+
+    def _prune(self) -> None:
+        """Forget circuit versions no one needs (journal rows)."""
+        with self.table.lock:
+            keep = {(c.id, c.version) for c in [*self.circuits.values(), *self._retired]}
+        try:
+            self.journal.prune_versions(keep)
+        except Exception as e:  # housekeeping: never the caller's failure
+            log.error("event=prune_error error=%r", str(e))
+
+    # -- registration -----------------------------------------------------------------------------
     def register_circuit(self, spec: dict[str, Any], replace: bool = False) -> tuple[Circuit, bool]:
         """Register (or, with ``replace``, redefine) a circuit at run time; persisted in the journal.
-        Returns (the circuit, whether it was registered like this already)."""
+        Returns (the circuit, whether it was
+        registered like this already). A replacement applies to jobs submitted after it: every job
+        accepted before is still proved and verified with the version it was accepted for."""
         if self.draining:
             raise Unavailable("the daemon is shutting down")
-        try:
-            cc = validate_circuit(spec, "circuit")
-        except CuzkError as e:
-            raise InvalidArgument(str(e)) from None
-        reg = self.config.registration  # RPC registrations are untrusted: files under the roots, allowed modules
-        check_registration(spec, cc, list(reg.roots), list(reg.python_modules))
-        with self.table.lock:
-            old = self.circuits.get(cc.id)
-            if old is not None and self._check_replace(old, cc, replace):
-                return old, True
-        c = Circuit(cc, "rpc", self.config.synthesis.partition_workers, self.config.synthesis.python_processes)  # unlocked
-        # check and replace at once, with submissions held off: no job can be accepted for the old definition
-        # after the check (it would be proved with the new key)
-        with self._submit_lock:
+        with self._register_lock:
+            try:
+                cc = validate_circuit(spec, "circuit")
+            except CuzkError as e:
+                raise InvalidArgument(str(e)) from None
+            reg = self.config.registration  # RPC registrations are untrusted: files under the roots, allowed modules
+            check_registration(spec, cc, list(reg.roots), list(reg.python_modules))
             with self.table.lock:
                 old = self.circuits.get(cc.id)
                 if old is not None and self._check_replace(old, cc, replace):
                     return old, True
+            c = self._new_circuit(cc, "rpc")
+            # swap with submissions held off: a job accepted from now on is for the new version, every job
+            # accepted before keeps the old one (the journal has its version too)
+            with self._submit_lock:
+                with self.table.lock:
+                    old = self.circuits.get(cc.id)
+                    same = old is not None and self._check_replace(old, cc, replace)
+                if same:
+                    c.close()
+                    assert old is not None
+                    return old, True
                 self._install(c)
-            self.journal.save_circuit(c.id, cc.as_dict())
-        if old is not None:
-            old.close()
+                self.journal.save_circuit(c.id, cc.as_dict())
+            if old is not None:
+                self._retire(old)
+            self._prune()
         return c, False
 
     def circuit(self, cid: str) -> Circuit:
@@ -481,8 +547,8 @@ class Engine:
             dup = self.table.duplicate(request_id, rhash)
             if dup is not None:
                 return dup, None
-        with self.table.lock:
-            mine = sum(1 for j in self.table.active.values() if j.circuit is c and not j.final)
+        with self.table.lock:  # a circuit's queue counts the jobs of all its versions
+            mine = sum(1 for j in self.table.active.values() if j.circuit.id == c.id and not j.final)
             total = sum(1 for j in self.table.active.values() if not j.final)
         limit = c.spec.max_queue or self.config.scheduler.max_queue_per_circuit
         if mine >= limit:
@@ -507,7 +573,7 @@ class Engine:
         job_id = uuid.uuid4().hex
         now = time.time()
         try:
-            self.journal.insert_job(job_id, request_id or None, rhash, c.id, prio, payloads, now)
+            self.journal.insert_job(job_id, request_id or None, rhash, c.id, prio, payloads, now, c.version)
         except Exception as e:
             self.table.journal_error(e, "cannot journal the job")
         job = Job(job_id, request_id, c, prio, parts, now, rhash)
@@ -533,6 +599,7 @@ class Engine:
         when :meth:`_refill` moves it to the scheduler: parsed recovered inputs stay within a budget."""
         rows = self.journal.unfinished()
         max_attempts = self.config.journal.max_attempts
+        versions: dict[tuple[str, str], Circuit | str] = {}
         for row in rows:
             jid = row["job_id"]
             n = row["attempts"]
@@ -541,11 +608,10 @@ class Engine:
                 self.journal.quarantine(jid, err)
                 log.error("event=job_quarantined job=%s circuit=%s attempts=%d", jid, row["circuit_id"], n)
                 continue
-            c = self.circuits.get(row["circuit_id"])
-            if c is None:
-                self.journal.finish(
-                    jid, JobState.FAILED.value, time.time(), error=f"circuit {row['circuit_id']!r} is no longer registered"
-                )
+            c = self._recovery_circuit(row, versions)
+            if isinstance(c, str):
+                self.journal.finish(jid, JobState.FAILED.value, time.time(), error=c)
+                log.error("event=job_not_recovered job=%s circuit=%s error=%r", jid, row["circuit_id"], c)
                 continue
             if row["n_partitions"] != c.partitions:
                 err = f"cannot re-run after restart: {row['n_partitions']} partitions journaled, circuit has {c.partitions}"
@@ -569,6 +635,44 @@ class Engine:
         if rows:
             log.info("event=jobs_recovered count=%d", len(rows))
         self._refill()
+
+    def _recovery_circuit(self, row: dict[str, Any], versions: dict[tuple[str, str], Circuit | str]) -> Circuit | str:
+        """The circuit version a recovered job was accepted for (the current one, or an older one restored
+        from the journal); a one-line reason for failing the job if it cannot be proved with it."""
+        cid, ver = row["circuit_id"], row.get("version")
+        c = self.circuits.get(cid)
+        if c is None:
+            return f"circuit {cid!r} is no longer registered"
+        if not ver or ver == c.version:  # a journal from before versions: the circuit as it is now
+            return c
+        if (cid, ver) not in versions:
+            versions[(cid, ver)] = self._restore_version(cid, ver)
+        return versions[(cid, ver)]
+
+    def _restore_version(self, cid: str, ver: str) -> Circuit | str:
+        where = f"cannot re-run after restart: circuit {cid!r} version {ver} (the one the job was accepted for)"
+        row = self.journal.version(cid, ver)
+        if row is None:
+            return f"{where} is no longer known"
+        try:
+            c = self._new_circuit(CircuitConfig(**row["spec"]), row["source"])
+        except (CuzkError, TypeError) as e:
+            return f"{where} cannot be loaded: {e}; it is not proved with another key"
+        if c.version != ver:
+            c.close()
+            changed = [f"{k} {row['spec'].get(k)}" for k, h in row["files"].items() if c.file_hashes.get(k) != h]
+            key = (
+                f"key sha256 now {c.key_hash[:16]}, accepted with {row['key_sha256'][:16]}"
+                if c.key_hash != row["key_sha256"]
+                else "the key is unchanged"
+            )
+            what = ", ".join(changed) or "its definition"
+            return f"{where}: its files changed since the job was accepted ({what}; {key}); it is not proved with another key"
+        with self.table.lock:
+            self.srs.register(c, current=False)
+            self._retired.append(c)
+        log.info("event=circuit_version_restored circuit=%s version=%s current=%s", cid, ver, self.circuits[cid].version)
+        return c
 
     def _refill(self) -> None:
         """Parse recovered jobs' payloads and queue them, in journal order, while the parsed payloads of
@@ -671,6 +775,7 @@ class Engine:
             try:
                 if self._backlog:
                     self._refill()
+                self._reap_retired()  # replaced versions whose last job finished
                 self.journal.purge_payloads()  # as soon as a job finished: witnesses do not outlive their job
                 if time.monotonic() < next_purge:
                     continue

@@ -13,6 +13,12 @@ Tables
   events    an append-only log of state changes (accepted, started, recovered, completed, failed,
             cancelled): an audit trail that also lets tests check "completed exactly once".
   circuits  circuits registered through the RegisterCircuit RPC (config circuits come from the file).
+  circuit_versions  the definition of each circuit version (:attr:`Circuit.version`: its files' SHA-256,
+            Python class and parameters) that is current or that an unfinished job was accepted for
+            (``jobs.version``): a job recovered after a restart is proved with its own version's key, or
+            fails if that version's files are gone or changed. Rows no one needs are pruned.
+  file_hashes  SHA-256 of circuit files by path and stamp (device, inode, size, mtime, ctime): a restart
+            does not read every key again to know its version.
 
 A job is acknowledged to the client only after its row and payload are committed, so nothing
 accepted is lost by a crash (``synchronous = full`` also survives power loss; ``normal`` survives a
@@ -52,7 +58,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     finished_at REAL,
     attempts INTEGER NOT NULL DEFAULT 0,
     error TEXT,
-    result TEXT
+    result TEXT,
+    version TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_request ON jobs(request_id) WHERE request_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
@@ -76,11 +83,26 @@ CREATE TABLE IF NOT EXISTS circuits (
     spec TEXT NOT NULL,
     registered_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS circuit_versions (
+    circuit_id TEXT NOT NULL,
+    version TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    key_sha256 TEXT NOT NULL,
+    files TEXT NOT NULL,
+    source TEXT NOT NULL,
+    registered_at REAL NOT NULL,
+    PRIMARY KEY (circuit_id, version)
+);
+CREATE TABLE IF NOT EXISTS file_hashes (
+    path TEXT PRIMARY KEY,
+    stamp TEXT NOT NULL,
+    sha256 TEXT NOT NULL
+);
 """
 
 
-# what a journal must hold for this daemon to use it: table -> columns ("file" of payloads is added to
-# older journals at open)
+# what a journal must hold for this daemon to use it: table -> columns ("file" of payloads and "version" of
+# jobs are added to older journals at open, the tables they lack are created)
 EXPECTED = {
     "jobs": {
         "seq", "job_id", "request_id", "request_hash", "circuit_id", "priority", "n_partitions", "state",
@@ -89,6 +111,8 @@ EXPECTED = {
     "payloads": {"job_id", "part", "kind", "data"},
     "events": {"id", "job_id", "event", "at", "detail"},
     "circuits": {"id", "spec", "registered_at"},
+    "circuit_versions": {"circuit_id", "version", "spec", "key_sha256", "files", "source", "registered_at"},
+    "file_hashes": {"path", "stamp", "sha256"},
 }  # fmt: skip
 
 
@@ -158,6 +182,9 @@ class Journal:
             cols = {r[1] for r in self._db.execute("PRAGMA table_info(payloads)").fetchall()}
             if "file" not in cols:  # a journal written before payload files existed
                 self._db.execute("ALTER TABLE payloads ADD COLUMN file TEXT")
+            cols = {r[1] for r in self._db.execute("PRAGMA table_info(jobs)").fetchall()}
+            if "version" not in cols:  # a journal written before jobs were pinned to circuit versions
+                self._db.execute("ALTER TABLE jobs ADD COLUMN version TEXT")
         # payloads above SPILL_BYTES live in files beside the journal (SQLite refuses values over 1 GB,
         # and a 130M-constraint witness is 4.2 GB); the row keeps their kind and file name
         self.spill_dir = self.path.parent / (self.path.name + ".payloads")
@@ -191,14 +218,16 @@ class Journal:
         priority: int,
         payloads: list[tuple[str, bytes]],
         submitted_at: float,
+        version: str | None = None,
     ) -> None:
+        """``version``: the circuit version (:attr:`Circuit.version`) the job is proved with."""
         files = self._spill(job_id, payloads)  # written and fsync'd before the row that names them
 
         def fn(db: sqlite3.Connection) -> None:
             db.execute(
-                "INSERT INTO jobs (job_id, request_id, request_hash, circuit_id, priority, n_partitions, state, submitted_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)",
-                (job_id, request_id or None, request_hash, circuit_id, priority, len(payloads), submitted_at),
+                "INSERT INTO jobs (job_id, request_id, request_hash, circuit_id, priority, n_partitions, state, "
+                "submitted_at, version) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+                (job_id, request_id or None, request_hash, circuit_id, priority, len(payloads), submitted_at, version),
             )
             db.executemany(
                 "INSERT INTO payloads (job_id, part, kind, data, file) VALUES (?, ?, ?, ?, ?)",
@@ -390,6 +419,61 @@ class Journal:
         with self._lock:
             rows = self._db.execute("SELECT spec FROM circuits ORDER BY registered_at").fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    # -- circuit versions -------------------------------------------------------------------------
+    def save_version(
+        self, cid: str, version: str, spec: dict[str, Any], key_sha256: str, files: dict[str, str], source: str
+    ) -> None:
+        self._tx(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO circuit_versions (circuit_id, version, spec, key_sha256, files, source, registered_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (cid, version, json.dumps(spec), key_sha256, json.dumps(files), source, time.time()),
+            )
+        )
+
+    def version(self, cid: str, version: str) -> dict[str, Any] | None:
+        """A circuit version's row: spec and files (decoded), key_sha256, source; None if not kept."""
+        with self._lock:
+            cur = self._db.execute("SELECT * FROM circuit_versions WHERE circuit_id=? AND version=?", (cid, version))
+            row = _row(cur)
+        if row is None:
+            return None
+        row["spec"], row["files"] = json.loads(row["spec"]), json.loads(row["files"])
+        return row
+
+    def version_specs(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute("SELECT spec FROM circuit_versions").fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def prune_versions(self, keep: set[tuple[str, str]]) -> int:
+        """Delete the circuit versions that are not in ``keep`` ((circuit id, version)) and that no
+        unfinished job was accepted for."""
+
+        def fn(db: sqlite3.Connection) -> int:
+            rows = db.execute(
+                "SELECT circuit_id, version FROM circuit_versions v WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE "
+                "j.circuit_id = v.circuit_id AND j.version = v.version AND j.state IN ('queued','running'))"
+            ).fetchall()
+            gone = [(c, v) for c, v in rows if (c, v) not in keep]
+            db.executemany("DELETE FROM circuit_versions WHERE circuit_id=? AND version=?", gone)
+            return len(gone)
+
+        return self._tx(fn)
+
+    # -- file hashes ------------------------------------------------------------------------------
+    def file_hash(self, path: str, stamp: str) -> str | None:
+        with self._lock:
+            r = self._db.execute("SELECT sha256 FROM file_hashes WHERE path=? AND stamp=?", (path, stamp)).fetchone()
+        return r[0] if r else None
+
+    def save_file_hash(self, path: str, stamp: str, sha256: str) -> None:
+        self._tx(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO file_hashes (path, stamp, sha256) VALUES (?, ?, ?)", (path, stamp, sha256)
+            )
+        )
 
 
 def _row(cur: sqlite3.Cursor) -> Row | None:

@@ -197,7 +197,7 @@ class Pipeline:
         dev = worker.device
 
         def resident(it: WorkItem) -> bool:
-            return dev.device in self.srs.resident_devices(it.job.circuit.id)
+            return dev.device in self.srs.resident_devices(it.job.circuit.srs_key)
 
         def allowed(it: WorkItem) -> bool:
             return dev.may_prove(it.job.circuit.id)
@@ -240,7 +240,8 @@ class Pipeline:
         handed = acquired = False
         failed = ""
         try:
-            pk, part.srs_ms, _tier = self.srs.acquire(job.circuit.id, dev.device)
+            # the key of the circuit version the job was accepted for (a replacement does not change it)
+            pk, part.srs_ms, _tier = self.srs.acquire(job.circuit.srs_key, dev.device)
             acquired = True
             part.device = dev.name
             if job.abandoned():
@@ -299,7 +300,7 @@ class Pipeline:
         its place on the device and its finalizer slot; each even if one before it raises."""
         try:
             if srs_ref:
-                self.srs.release(job.circuit.id, dev.device)
+                self.srs.release(job.circuit.srs_key, dev.device)
         finally:
             try:
                 dev.leave()

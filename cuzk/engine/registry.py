@@ -9,11 +9,14 @@ rather than on the first proof.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import queue
 import struct
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -91,6 +94,68 @@ def check_registration(raw: dict[str, Any], cc: CircuitConfig, roots: list[str],
             )
 
 
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def file_stamp(st: os.stat_result) -> str:
+    """What identifies a file's contents without reading them: a write changes the size, the mtime or the
+    ctime (which no one can set back), a replacement the inode."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+class FileHasher:
+    """SHA-256 of files, remembered by :func:`file_stamp`: a file is read again only when it changed.
+    ``load(path, stamp)`` / ``save(path, stamp, sha256)`` persist what is known (the engine keeps it in the
+    journal, so a restart does not hash every key again)."""
+
+    def __init__(
+        self,
+        load: Callable[[str, str], str | None] | None = None,
+        save: Callable[[str, str, str], None] | None = None,
+    ) -> None:
+        self._known: dict[tuple[str, str], str] = {}
+        self._lock = threading.Lock()
+        self._load, self._save = load, save
+
+    def remember(self, path: str, sha256: str) -> None:
+        """``path`` (as it is now) holds contents of this SHA-256 (a file the caller has just written)."""
+        real = os.path.realpath(path)
+        stamp = file_stamp(os.stat(real))
+        with self._lock:
+            self._known[(real, stamp)] = sha256
+        if self._save is not None:
+            self._save(real, stamp, sha256)
+
+    def __call__(self, path: str) -> str:
+        """The file's SHA-256 (hex); OSError if it cannot be read."""
+        real = os.path.realpath(path)
+        stamp = file_stamp(os.stat(real))
+        with self._lock:
+            h = self._known.get((real, stamp))
+        if h is None and self._load is not None:
+            h = self._load(real, stamp)
+        if h is None:
+            h = sha256_file(real)
+            if file_stamp(os.stat(real)) != stamp:  # written to while it was read: whatever it is now is unknown
+                raise OSError(f"{real} changed while it was read")
+            if self._save is not None:
+                self._save(real, stamp, h)
+        with self._lock:
+            self._known[(real, stamp)] = h
+        return h
+
+
+DEFAULT_HASHER = FileHasher()
+
+# the files whose contents make a circuit version (what a job is proved with); sym only names signals
+VERSION_FILES = ("r1cs", "zkey", "params", "wasm")
+
+
 def _exists(path: str, what: str, where: str) -> None:
     if not path:
         return
@@ -101,7 +166,14 @@ def _exists(path: str, what: str, where: str) -> None:
 class Circuit:
     """A registered circuit: its R1CS, its key's header facts, its witness calculators."""
 
-    def __init__(self, spec: CircuitConfig, source: str = "config", calculators: int = 2, python_processes: int = 0) -> None:
+    def __init__(
+        self,
+        spec: CircuitConfig,
+        source: str = "config",
+        calculators: int = 2,
+        python_processes: int = 0,
+        hasher: FileHasher | None = None,
+    ) -> None:
         self.spec = spec
         self.id = spec.id
         self.source = source
@@ -129,6 +201,11 @@ class Circuit:
             self.n_public = r1cs.n_public
             self.n_constraints = r1cs.n_constraints
         self.domain_log = self._check_key(where)
+        self.hasher = hasher or DEFAULT_HASHER
+        self.file_hashes = self._hash_files(where)
+        self.key_hash = self.file_hashes[spec.key_format()]
+        self.version = self._version()
+        self.srs_key = f"{self.id}@{self._srs_version()}"
         self._names: dict[int, str] | None = None
         self._names_lock = threading.Lock()
         self._calc_max = max(1, calculators)
@@ -168,6 +245,53 @@ class Circuit:
             rec.cached,
             rec.key,
         )
+
+    # -- version ----------------------------------------------------------------------------------
+    def _hash_files(self, where: str) -> dict[str, str]:
+        out = {}
+        for k in VERSION_FILES:
+            path = getattr(self.spec, k)
+            if path:
+                try:
+                    out[k] = self.hasher(path)
+                except OSError as e:
+                    raise InvalidArgument(f"{where}.{k}: {path}: cannot read: {e.strerror or e}") from None
+        return out
+
+    def _version(self) -> str:
+        """What a job is proved with: the files' contents (r1cs, key, wasm), the Python circuit and its
+        parameters, the partitions. Priorities, deadlines, queue limits and paths are not part of it."""
+        d = {
+            "files": self.file_hashes,
+            "python": self.spec.python,
+            "python_params": self.spec.python_params,
+            "partitions": self.partitions,
+        }
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def _srs_version(self) -> str:
+        """The loaded key's identity: the key file's contents (and for bellperson params, whose densities
+        come from the circuit, the circuit's)."""
+        fmt = self.spec.key_format()
+        d: dict[str, Any] = {"format": fmt, "key": self.key_hash}
+        if fmt == "params":
+            d["circuit"] = self.file_hashes.get("r1cs") or [self.spec.python, self.spec.python_params]
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def key_unchanged(self) -> str | None:
+        """None if the key file still holds the key this circuit was registered with, else why not (one
+        line): a job is never proved with another key than its version's."""
+        path = self.spec.key_path()
+        try:
+            now = self.hasher(path)
+        except OSError as e:
+            return f"its proving key {path} cannot be read: {e.strerror or e}"
+        if now != self.key_hash:
+            return (
+                f"its proving key {path} changed since it was registered (sha256 {now[:16]}, registered "
+                f"{self.key_hash[:16]}); register the circuit again"
+            )
+        return None
 
     # -- key header -------------------------------------------------------------------------------
     def _check_key(self, where: str) -> int:
@@ -401,6 +525,8 @@ class Circuit:
                 spec[k] = os.path.basename(spec[k]) if spec[k] else ""
         return {
             "id": self.id,
+            "version": self.version,
+            "key_sha256": self.key_hash,
             "curve": self.curve.name,
             "n_constraints": self.n_constraints,
             "n_wires": self.n_wires,

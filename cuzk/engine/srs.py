@@ -6,8 +6,8 @@
 * **WARM**: the cache file ``<param_cache>/<circuit>-<source id>.srs`` in the device layout: the raw LEM
   point vectors (what the GPU kernels and the zkey use), the evaluation matrices (CSR) and densities,
   64-byte aligned, mapped with mmap; a ProvingKey is built over the mapping without copying. The file is
-  keyed by the source file's path, size and mtime, so it survives restarts and is rebuilt when the key
-  changes.
+  keyed by the key's contents (its SHA-256, and the circuit's for bellperson params), so it survives
+  restarts and is rebuilt when the key changes.
 * **HOT**: resident for a device, through the backend (``backend.load_key(pk, device)``): point objects
   for the CPU backend (one copy per key, shared by its CPU devices), GPU memory for a GPU. Promotion from
   WARM is a copy of the mapped vectors (plus object construction on the CPU). Devices are the backend's
@@ -18,11 +18,17 @@ budget, least recently used entries that no proof is using (reference count 0) a
 (HOT -> WARM drops the resident copy; WARM -> COLD unmaps and deletes the cache file). An SRS in use is
 never evicted; if everything resident is in use the promotion goes ahead over budget and the excess is
 evicted as soon as the proofs release their references.
+
+Versions (issue 19, key pinning): entries are keyed by ``<circuit id>@<key version>``
+(:attr:`Circuit.srs_key`), and a circuit id names its current version. A circuit replaced while jobs
+accepted for it are queued or in flight keeps its entry (its jobs acquire it by key) until the engine
+unregisters the old version after its last job; then the entry's HOT copies and cache file go. Versions
+with the same key share one entry. Preload, evict, tier and metrics address circuits by id (the current
+version); status lists every entry with its version.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import mmap
@@ -190,19 +196,20 @@ def map_warm(path: str | Path) -> tuple[ProvingKey, dict[str, Any]]:
 
 
 class Entry:
-    """One circuit's key in the tiers: its COLD file, its WARM cache file and mapping, its HOT devices."""
+    """One key in the tiers: its COLD file, its WARM cache file and mapping, its HOT devices. Keyed by
+    ``<circuit id>@<key version>`` (:attr:`Circuit.srs_key`): a replaced circuit's old key keeps its own
+    entry while jobs accepted for it are proved, beside the new one."""
 
     def __init__(self, circuit: Circuit) -> None:
         self.circuit = circuit
         self.id = circuit.id
+        self.key = circuit.srs_key
+        self.version = self.key.partition("@")[2]
         self.key_path = circuit.spec.key_path()
         self.key_format = circuit.spec.key_format()
-        st = os.stat(self.key_path)
-        self.cold_bytes = st.st_size
-        ident = f"{os.path.realpath(self.key_path)}|{st.st_size}|{st.st_mtime_ns}|{self.key_format}"
-        if self.key_format == "params":
-            ident += f"|{circuit.spec.r1cs}|{os.stat(circuit.spec.r1cs).st_mtime_ns}"
-        self.source_id = hashlib.sha256(ident.encode()).hexdigest()[:16]
+        self.cold_bytes = os.stat(self.key_path).st_size
+        self.source_id = self.version  # the key's contents (the WARM file is built from them)
+        self.owners: set[Circuit] = {circuit}  # circuit versions using this key (jobs are bound to them)
         self.pk: ProvingKey | None = None  # WARM (mapped)
         self.warm_path: Path | None = None
         self.warm_bytes = 0
@@ -211,6 +218,7 @@ class Entry:
         self.last_used = 0.0
         self.lock = threading.Lock()  # serializes promotions of this entry
         self.loading = 0
+        self.retired = False  # no circuit version uses it: dropped when its last reference goes
 
     def tier(self) -> int:
         if self.hot:
@@ -239,59 +247,100 @@ class SrsManager:
         self.warm_budget = warm_budget
         self.metrics = metrics
         self._lock = threading.RLock()
-        self._entries: dict[str, Entry] = {}
+        self._entries: dict[str, Entry] = {}  # by Entry.key (id@version)
+        self._current: dict[str, str] = {}  # circuit id -> the key of its current version
 
     # -- registry ---------------------------------------------------------------------------------
-    def register(self, circuit: Circuit) -> None:
-        """Add the circuit's entry, or replace it (refused while a proof or a load uses the old one). A
-        replacement with the same key keeps the loaded tiers; with another key, the old one's HOT copies
-        and cache file go."""
-        e = Entry(circuit)
-        path = self.cache_dir / f"{e.id}-{e.source_id}.srs"
+    def register(self, circuit: Circuit, current: bool = True) -> None:
+        """Add the circuit version's key (a version with the same key shares its entry and loaded tiers).
+        ``current``: the circuit id names this version from now on (preload, evict, tier, status); a key
+        no version uses any more is dropped (its HOT copies and cache file go) once no proof holds it.
+        The entries of other versions stay until :meth:`unregister`."""
+        new = Entry(circuit)
+        path = self.cache_dir / f"{new.id}-{new.source_id}.srs"
         h = read_warm_header(path)
         with self._lock:
-            old = self._entries.get(e.id)
-            if old is not None and (old.refcount() or old.loading):
-                raise FailedPrecondition(f"circuit {e.id!r}: its SRS is in use")
-            if old is not None and old.source_id == e.source_id:
-                e.pk, e.warm_path, e.warm_bytes, e.hot, e.last_used = (
-                    old.pk,
-                    old.warm_path,
-                    old.warm_bytes,
-                    old.hot,
-                    old.last_used,
-                )
-            else:
-                if old is not None:
-                    for dev in list(old.hot):
-                        self._drop_hot(old, dev, reason="replaced")
-                    old.pk = None
+            e = self._entries.get(new.key)
+            if e is None:
+                e = new
                 if h is not None and h.get("source_id") == e.source_id:
                     e.warm_path = path
                     e.warm_bytes = path.stat().st_size
-            self._entries[e.id] = e
-        # remove stale cache files of this circuit (an older key), now that nothing can be using them
-        for stale in self.cache_dir.glob(f"{e.id}-*.srs"):
-            sh = read_warm_header(stale) if stale != path else None
-            if sh is not None and sh.get("circuit_id") == e.id:
+                self._entries[e.key] = e
+            e.owners.add(circuit)
+            e.retired = False
+            if current:
+                prev = self._current.get(e.id)
+                self._current[e.id] = e.key
+                if prev is not None and prev != e.key:
+                    self._retire(self._entries[prev])
+            live = {self.cache_dir / f"{x.id}-{x.source_id}.srs" for x in self._entries.values()}  # (being written too)
+        # remove stale cache files of this circuit (older keys no version uses)
+        for stale in self.cache_dir.glob(f"{new.id}-*.srs"):
+            if stale == path or stale in live:
+                continue
+            sh = read_warm_header(stale)
+            if sh is not None and sh.get("circuit_id") == new.id:
                 try:
                     stale.unlink()
                 except OSError:
                     pass
 
-    def _entry(self, cid: str) -> Entry:
+    def unregister(self, circuit: Circuit) -> None:
+        """The circuit version is gone (replaced, and its last job finished): its key goes with it unless
+        another version (the current one among them) uses it; a proof still holding it delays that to its
+        release."""
         with self._lock:
-            e = self._entries.get(cid)
+            e = self._entries.get(circuit.srs_key)
+            if e is None:
+                return
+            e.owners.discard(circuit)
+            if e.circuit is circuit and e.owners:  # not kept alive by its key's entry
+                e.circuit = next(iter(e.owners))
+            self._retire(e)
+
+    def _retire(self, e: Entry) -> None:
+        """Drop ``e`` if no version uses it and it is not current (now, or at its last release). Caller holds
+        self._lock."""
+        if e.owners or self._current.get(e.id) == e.key:
+            return
+        e.retired = True
+        if e.refcount() or e.loading:
+            return
+        for dev in list(e.hot):
+            self._drop_hot(e, dev, reason="retired")
+        if e.warm_path is not None:
+            self._drop_warm(e, reason="retired")
+        e.pk = None
+        self._entries.pop(e.key, None)
+        log.info("event=srs_version_dropped circuit=%s version=%s", e.id, e.version)
+
+    def versions(self, cid: str) -> list[str]:
+        """The key versions of circuit ``cid`` held (the current one first)."""
+        with self._lock:
+            cur = self._current.get(cid)
+            rest = sorted(k for k, e in self._entries.items() if e.id == cid and k != cur)
+            return [k.partition("@")[2] for k in ([cur] if cur else []) + rest]
+
+    def _find(self, name: str) -> Entry | None:
+        """The entry ``name`` names: a key (``id@version``) or a circuit id (its current version). Caller
+        holds self._lock."""
+        key = name if "@" in name else self._current.get(name, "")
+        return self._entries.get(key)
+
+    def _entry(self, name: str) -> Entry:
+        with self._lock:
+            e = self._find(name)
         if e is None:
-            raise NotFound(f"unknown circuit {cid!r}")
+            raise NotFound(f"unknown circuit {name!r}")
         return e
 
-    def tier(self, cid: str) -> int:
-        return self._entry(cid).tier()
+    def tier(self, name: str) -> int:
+        return self._entry(name).tier()
 
-    def resident_devices(self, cid: str) -> list[Device]:
+    def resident_devices(self, name: str) -> list[Device]:
         with self._lock:
-            e = self._entries.get(cid)
+            e = self._find(name)
             return list(e.hot) if e else []
 
     # -- budgets ----------------------------------------------------------------------------------
@@ -409,6 +458,9 @@ class SrsManager:
         return pk
 
     def _parse_cold(self, e: Entry) -> ProvingKey:
+        changed = e.circuit.key_unchanged()  # the file is read now: it must still be this version's key
+        if changed:
+            raise FailedPrecondition(f"circuit {e.id!r} (key version {e.version}): {changed}")
         try:
             if e.key_format == "zkey":
                 from ..groth16.zkey import read_zkey
@@ -427,9 +479,10 @@ class SrsManager:
         with self.backend.use(device):
             return self.backend.load_key(pk, device)
 
-    def acquire(self, cid: str, device: Device) -> tuple[ProvingKey, float, int]:
-        """Make ``cid`` HOT on ``device`` and take a reference. Returns (key, load ms, tier before)."""
-        e = self._entry(cid)
+    def acquire(self, name: str, device: Device) -> tuple[ProvingKey, float, int]:
+        """Make the key ``name`` (a circuit version's ``srs_key``, or a circuit id: its current version) HOT
+        on ``device`` and take a reference. Returns (key, load ms, tier before)."""
+        e = self._entry(name)
         t0 = time.perf_counter()
         with self._lock:
             e.loading += 1
@@ -446,7 +499,7 @@ class SrsManager:
                         self.metrics.srs_loads.labels(tier="HOT", source=TIER_NAMES[prev]).inc()
                     log.info(
                         "event=srs_load circuit=%s to=HOT device=%s from=%s ms=%.1f bytes=%d",
-                        cid,
+                        e.id,
                         device.name,
                         TIER_NAMES[prev],
                         (time.perf_counter() - t1) * 1e3,
@@ -460,11 +513,13 @@ class SrsManager:
         finally:
             with self._lock:
                 e.loading -= 1
+                if e.retired:
+                    self._retire(e)
         return pk, (time.perf_counter() - t0) * 1e3, prev
 
-    def release(self, cid: str, device: Device) -> None:
+    def release(self, name: str, device: Device) -> None:
         with self._lock:
-            e = self._entries.get(cid)
+            e = self._find(name)
             if e is None:
                 return
             n = e.refs.get(device, 0) - 1
@@ -473,14 +528,16 @@ class SrsManager:
             else:
                 e.refs[device] = n
             e.last_used = time.monotonic()
+            if e.retired:
+                self._retire(e)
         self._evict_hot_for(device, 0, None)
 
     def preload(self, cid: str, device: Device) -> tuple[bool, float, int]:
         """(already HOT, ms, tier before)."""
         e = self._entry(cid)
         already = device in e.hot
-        pk, ms, prev = self.acquire(cid, device)
-        self.release(cid, device)
+        pk, ms, prev = self.acquire(e.key, device)
+        self.release(e.key, device)
         return already, ms, prev
 
     def evict(self, cid: str, to_tier: int = WARM) -> tuple[bool, int, int]:
@@ -512,6 +569,8 @@ class SrsManager:
                 out.append(
                     {
                         "circuit_id": e.id,
+                        "version": e.version,
+                        "current": self._current.get(e.id) == e.key,
                         "tier": TIER_NAMES[t],
                         "tier_code": t,
                         "size_bytes": size,
