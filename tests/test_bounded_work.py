@@ -62,6 +62,69 @@ def test_looping_wasm_stops_at_its_deadline():
     assert good.calculate(json.loads((EX / "input.json").read_text())).shape[0] == good.n_wires
 
 
+def test_stop_callback_interrupts_a_running_calculation():
+    import threading
+
+    calc = WitnessCalculator(looping_wasm(), cache_dir=False, timeout=60)
+    flag = threading.Event()
+    threading.Timer(0.3, flag.set).start()
+    t0 = time.monotonic()
+    with witness_deadline(60, flag.is_set), pytest.raises(CuzkError, match=r"^witness: stopped \(the job was cancelled\)$"):
+        calc.calculate({})
+    assert 0.25 < time.monotonic() - t0 < 5
+    # the next calculation on the same calculator has its full deadline again
+    with witness_deadline(0.3), pytest.raises(CuzkError, match="past its 300ms deadline"):
+        calc.calculate({})
+
+
+def test_cancelling_a_looping_job_frees_its_worker(tmp_path):
+    """One synthesis worker, a 60 s witness deadline: cancelling the looping job stops its calculation
+    at once and the other circuit's job is proved long before the deadline."""
+    import json
+
+    from cuzk.engine.config import load_config
+    from cuzk.server.client import Client
+    from cuzk.server.daemon import Daemon
+
+    (tmp_path / "loop.wasm").write_bytes(looping_wasm())
+    cfg = tmp_path / "cuzk.toml"
+    cfg.write_text(f"""
+[daemon]
+state_dir = "{tmp_path / "state"}"
+listen = "unix://{tmp_path / "d.sock"}"
+[gpus]
+backend = "cpu"
+[synthesis]
+partition_workers = 1
+[[circuits]]
+id = "loop"
+r1cs = "{EX / "circuit.r1cs"}"
+zkey = "{EX / "circuit.zkey"}"
+wasm = "{tmp_path / "loop.wasm"}"
+witness_timeout = "60s"
+[[circuits]]
+id = "example"
+r1cs = "{EX / "circuit.r1cs"}"
+zkey = "{EX / "circuit.zkey"}"
+wasm = "{EX / "circuit.wasm"}"
+""")
+    inputs = json.loads((EX / "input.json").read_text())
+    d = Daemon(load_config(cfg)).start()
+    try:
+        with Client(d.address) as c:
+            bad = c.submit("loop", inputs=inputs)
+            good = c.submit("example", inputs=inputs)
+            time.sleep(1.0)  # the looping job, first in, holds the one synthesis worker by now
+            t0 = time.monotonic()
+            assert c.cancel(bad.job_id)["was_running"]
+            ok = c.await_proof(good.job_id, timeout_ms=50_000)
+            assert ok.status == "COMPLETED", ok.error
+            assert time.monotonic() - t0 < 30  # not held until the 60 s deadline
+            assert c.await_proof(bad.job_id, timeout_ms=10_000).status == "CANCELLED"
+    finally:
+        d.stop(10)
+
+
 def test_looping_circuit_fails_its_job_another_circuit_completes(tmp_path):
     """One synthesis worker: the looping circuit's job fails at its 2s deadline and the worker goes on
     to prove the other circuit's job."""

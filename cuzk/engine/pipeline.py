@@ -171,7 +171,7 @@ class Pipeline:
         else:
             assert part.inputs is not None  # a part has one of the two until it leaves the queue
             try:
-                with witness_deadline(getattr(job.circuit.spec, "witness_timeout", 0.0)):
+                with witness_deadline(getattr(job.circuit.spec, "witness_timeout", 0.0), job.abandoned):
                     w = job.circuit.witness_from_inputs(part.inputs)
             except CuzkError as e:
                 raise JobFailure(f"partition {part.index}: {e}") from None

@@ -45,6 +45,7 @@ import re
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -232,8 +233,7 @@ def load_inputs_json(path: str | os.PathLike) -> dict:
 # engine, module cache, helper module
 
 _LOCK = threading.Lock()
-_ENGINE: wasmtime.Engine | None = None
-_HELPER: object = None  # compiled helper Module, or False when this wasmtime can't build it
+_HELPER: bytes | bool | None = None  # the serialized helper module, or False when this wasmtime can't build it
 
 _HELPER_WAT = """
 (module
@@ -275,68 +275,80 @@ _CHUNK = 1 << 16  # elements moved per helper call (2 MiB of helper memory)
 
 
 def _engine() -> wasmtime.Engine:
-    global _ENGINE
-    with _LOCK:
-        if _ENGINE is None:
-            cfg = wasmtime.Config()
-            cfg.epoch_interruption = True  # a calculation's deadline: see _Ticker
-            _ENGINE = wasmtime.Engine(cfg)
-        return _ENGINE
+    """An engine of its own for each calculator: its epoch can then be advanced past the deadline of
+    that calculator's store alone (a cancelled job's calculation, see _Ticker)."""
+    cfg = wasmtime.Config()
+    cfg.epoch_interruption = True
+    return wasmtime.Engine(cfg)
 
 
-# Deadlines (issue 19): the engine runs with epoch interruption; one daemon thread advances its
-# epoch every _TICK seconds and each store's deadline is a number of ticks from now, so a wasm that
-# loops forever traps within a tick of its deadline and frees the thread that called it.
+# Deadlines (issue 19): every engine runs with epoch interruption; one daemon thread advances the epoch
+# of every live calculator's engine every _TICK seconds and each store's deadline is a number of ticks
+# from now, so a wasm that loops forever traps within a tick of its deadline and frees the thread that
+# called it. A calculation started under ``witness_deadline(seconds, stop)`` is also stopped within a
+# tick of ``stop()`` turning true (the job was cancelled): the ticker advances that engine to the deadline.
+# Engine.increment_epoch is made to be called from another thread; nothing else of a store is touched.
 _TICK = 0.02
 DEFAULT_TIMEOUT = 60.0  # seconds of one calculation when the caller gives none
 _INIT_TIMEOUT = 60.0  # the small calls made while loading a module (version, prime, sizes)
-_ticker: threading.Thread | None = None
-_deadline = threading.local()  # .seconds: the calling thread's deadline (witness_deadline)
+_deadline = threading.local()  # .seconds, .stop: the calling thread's deadline (witness_deadline)
 
 
-def _start_ticker(engine: wasmtime.Engine) -> None:
-    global _ticker
-    with _LOCK:
-        if _ticker is not None:
-            return
+class _Ticker:
+    def __init__(self) -> None:
+        self._calcs: weakref.WeakSet[WitnessCalculator] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
 
-        stop = threading.Event()
+    def add(self, calc: WitnessCalculator) -> None:
+        with self._lock:
+            self._calcs.add(calc)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="cuzk-wasm-epoch", daemon=True)
+                self._thread.start()
+                atexit.register(self._join)
 
-        def tick() -> None:
-            while not stop.wait(_TICK):
-                engine.increment_epoch()
+    def _run(self) -> None:
+        while not self._stop.wait(_TICK):
+            with self._lock:
+                calcs = list(self._calcs)
+            for c in calcs:
+                c._tick()
 
-        def join() -> None:
-            # stopped before the interpreter finalizes: a daemon thread that wakes during finalization is
-            # ended by pthread_exit, whose forced unwind walks numba's JIT frame registrations, freed by
-            # then (the test suite's process died of SIGBUS at exit in _Unwind_Find_FDE from this thread)
-            stop.set()
-            t.join(1.0)
-
-        t = threading.Thread(target=tick, name="cuzk-wasm-epoch", daemon=True)
-        t.start()
-        atexit.register(join)
-        _ticker = t
+    def _join(self) -> None:
+        # stopped before the interpreter finalizes: a daemon thread that wakes during finalization is
+        # ended by pthread_exit, whose forced unwind walks numba's JIT frame registrations, freed by
+        # then (the test suite's process died of SIGBUS at exit in _Unwind_Find_FDE from this thread)
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(1.0)
 
 
-def _set_deadline(store: wasmtime.Store, seconds: float) -> None:
-    store.set_epoch_deadline(max(1, int(-(-seconds // _TICK)) + 1))
+_TICKER = _Ticker()
+
+
+def _ticks(seconds: float) -> int:
+    return max(1, int(-(-seconds // _TICK)) + 1)
 
 
 class witness_deadline:
-    """``with witness_deadline(2.0): calc.calculate(...)``: calculations made by this thread inside
-    the block stop with a WitnessError after ``seconds`` (0 or less: the calculator's own timeout)."""
+    """``with witness_deadline(2.0, stop): calc.calculate(...)``: calculations made by this thread inside
+    the block stop with a WitnessError after ``seconds`` (0 or less: the calculator's own timeout), or
+    within a tick of ``stop()`` returning true (optional; called from the ticker thread)."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, stop: Callable[[], bool] | None = None):
         self.seconds = seconds
+        self.stop = stop
 
     def __enter__(self) -> witness_deadline:
-        self._prev = getattr(_deadline, "seconds", None)
+        self._prev = (getattr(_deadline, "seconds", None), getattr(_deadline, "stop", None))
         _deadline.seconds = self.seconds if self.seconds > 0 else None
+        _deadline.stop = self.stop
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _deadline.seconds = self._prev
+        _deadline.seconds, _deadline.stop = self._prev
 
 
 def _fmt_seconds(s: float) -> str:
@@ -344,15 +356,19 @@ def _fmt_seconds(s: float) -> str:
 
 
 def _helper_module(engine: wasmtime.Engine):
+    """The helper module in ``engine`` (compiled once, then deserialized into each calculator's engine)."""
     global _HELPER
     with _LOCK:
         if _HELPER is None:
             try:
-                _HELPER = wasmtime.Module(engine, wasmtime.wat2wasm(_HELPER_WAT))
+                _HELPER = bytes(wasmtime.Module(engine, wasmtime.wat2wasm(_HELPER_WAT)).serialize())
             except Exception as e:  # e.g. a wasmtime without multi-memory
                 _logger.debug("witness helper module unavailable (%s); using one call per wire", e)
                 _HELPER = False
-        return _HELPER or None
+        if not _HELPER:
+            return None
+        assert isinstance(_HELPER, bytes)
+        return wasmtime.Module.deserialize(engine, _HELPER)
 
 
 def _wasmtime_version() -> str:
@@ -399,7 +415,9 @@ def _load_module(engine, wasm: bytes, name: str, cache_dir) -> tuple[wasmtime.Mo
     path = cdir / f"{h.hexdigest()}.cwasm"
     if path.is_file():
         try:
-            return wasmtime.Module.deserialize_file(engine, str(path)), True
+            # read, not mapped (deserialize_file maps the file): a cache file rewritten in place under a
+            # live module turned its unwind tables into SIGBUS for the next thread that unwound
+            return wasmtime.Module.deserialize(engine, path.read_bytes()), True
         except Exception as e:  # stale or damaged entry: recompile and replace it
             _logger.debug("ignoring unusable wasm cache entry %s: %s", path, _first_line(e))
     module = _compile(engine, wasm, name)
@@ -512,7 +530,12 @@ class WitnessCalculator:
         self.logs: list[str] = []
         self._lock = threading.Lock()
         self._engine = _engine()
-        _start_ticker(self._engine)
+        self._epoch = 0  # ticks given to this engine (by _tick and _interrupt, under _tick_lock)
+        self._tick_lock = threading.Lock()
+        self._until = 0  # the running calculation's deadline in ticks (0: none running)
+        self._stop_cb: Callable[[], bool] | None = None
+        self._stopped = False
+        _TICKER.add(self)
         t0 = time.perf_counter()
         self._module, self.cache_hit = _load_module(self._engine, wasm, self.name, cache_dir)
         self.load_seconds = time.perf_counter() - t0
@@ -571,7 +594,7 @@ class WitnessCalculator:
     def _instantiate(self) -> None:
         self._store = None
         store = wasmtime.Store(self._engine)
-        _set_deadline(store, _INIT_TIMEOUT)
+        store.set_epoch_deadline(_ticks(_INIT_TIMEOUT))
 
         def exception_handler(code):
             raise _CircomException(code)
@@ -657,14 +680,41 @@ class WitnessCalculator:
             ok = False
             seconds = getattr(_deadline, "seconds", None) or self.timeout
             self._t_start, self._t_limit = time.monotonic(), seconds
-            _set_deadline(self._store, seconds)
+            n = _ticks(seconds)
+            with self._tick_lock:
+                self._store.set_epoch_deadline(n)
+                self._until, self._stop_cb, self._stopped = self._epoch + n, getattr(_deadline, "stop", None), False
             try:
                 out = self._run(signals, sanity_check)
                 ok = True
                 return out
             finally:
+                with self._tick_lock:
+                    self._until, self._stop_cb = 0, None
                 if not ok:  # the instance may be mid-computation: start the next call afresh
                     self._store = None
+
+    def _tick(self) -> None:
+        """One tick of the epoch (the ticker thread); a running calculation whose stop callback turned
+        true gets its engine advanced to the deadline at once."""
+        with self._tick_lock:
+            self._engine.increment_epoch()
+            self._epoch += 1
+            stop = self._stop_cb
+        if stop is None or self._stopped:
+            return
+        try:
+            stopping = bool(stop())
+        except Exception:  # a broken callback must not stop the ticker
+            _logger.debug("witness stop callback failed", exc_info=True)
+            return
+        if stopping:
+            with self._tick_lock:
+                if self._stop_cb is stop:
+                    self._stopped = True
+                    while self._epoch < self._until:
+                        self._engine.increment_epoch()
+                        self._epoch += 1
 
     def calculate(self, inputs: dict, sanity_check: bool = False) -> np.ndarray:
         """The witness (all wires, w[0] = 1) as a Montgomery Fr vector."""
@@ -705,6 +755,8 @@ class WitnessCalculator:
         except _CircomException as e:
             raise self._circuit_error(e.code, name) from None
         except _WASM_ERRORS as e:
+            if isinstance(e, wasmtime.Trap) and self._stopped:
+                raise WitnessError("witness: stopped (the job was cancelled)") from None
             if isinstance(e, wasmtime.Trap) and time.monotonic() - self._t_start >= self._t_limit * 0.9:
                 raise WitnessError(f"witness: the circuit's wasm ran past its {_fmt_seconds(self._t_limit)} deadline") from None
             where = f" while setting input '{name}'" if name else ""
