@@ -62,6 +62,36 @@ def test_looping_wasm_stops_at_its_deadline():
     assert good.calculate(json.loads((EX / "input.json").read_text())).shape[0] == good.n_wires
 
 
+def loop_and_example_config(tmp_path, witness_timeout: str):
+    """A daemon config (CPU backend, one synthesis worker) with the looping circuit "loop" under
+    ``witness_timeout`` and the real example circuit "example"."""
+    from cuzk.engine.config import load_config
+
+    (tmp_path / "loop.wasm").write_bytes(looping_wasm())
+    cfg = tmp_path / "cuzk.toml"
+    cfg.write_text(f"""
+[daemon]
+state_dir = "{tmp_path / "state"}"
+listen = "unix://{tmp_path / "d.sock"}"
+[gpus]
+backend = "cpu"
+[synthesis]
+partition_workers = 1
+[[circuits]]
+id = "loop"
+r1cs = "{EX / "circuit.r1cs"}"
+zkey = "{EX / "circuit.zkey"}"
+wasm = "{tmp_path / "loop.wasm"}"
+witness_timeout = "{witness_timeout}"
+[[circuits]]
+id = "example"
+r1cs = "{EX / "circuit.r1cs"}"
+zkey = "{EX / "circuit.zkey"}"
+wasm = "{EX / "circuit.wasm"}"
+""")
+    return load_config(cfg)
+
+
 def test_stop_callback_interrupts_a_running_calculation():
     import threading
 
@@ -82,34 +112,11 @@ def test_cancelling_a_looping_job_frees_its_worker(tmp_path):
     at once and the other circuit's job is proved long before the deadline."""
     import json
 
-    from cuzk.engine.config import load_config
     from cuzk.server.client import Client
     from cuzk.server.daemon import Daemon
 
-    (tmp_path / "loop.wasm").write_bytes(looping_wasm())
-    cfg = tmp_path / "cuzk.toml"
-    cfg.write_text(f"""
-[daemon]
-state_dir = "{tmp_path / "state"}"
-listen = "unix://{tmp_path / "d.sock"}"
-[gpus]
-backend = "cpu"
-[synthesis]
-partition_workers = 1
-[[circuits]]
-id = "loop"
-r1cs = "{EX / "circuit.r1cs"}"
-zkey = "{EX / "circuit.zkey"}"
-wasm = "{tmp_path / "loop.wasm"}"
-witness_timeout = "60s"
-[[circuits]]
-id = "example"
-r1cs = "{EX / "circuit.r1cs"}"
-zkey = "{EX / "circuit.zkey"}"
-wasm = "{EX / "circuit.wasm"}"
-""")
     inputs = json.loads((EX / "input.json").read_text())
-    d = Daemon(load_config(cfg)).start()
+    d = Daemon(loop_and_example_config(tmp_path, "60s")).start()
     try:
         with Client(d.address) as c:
             bad = c.submit("loop", inputs=inputs)
@@ -130,35 +137,12 @@ def test_looping_circuit_fails_its_job_another_circuit_completes(tmp_path):
     to prove the other circuit's job."""
     import json
 
-    from cuzk.engine.config import load_config
     from cuzk.groth16 import formats, verifier
     from cuzk.server.client import Client
     from cuzk.server.daemon import Daemon
 
-    (tmp_path / "loop.wasm").write_bytes(looping_wasm())
-    cfg = tmp_path / "cuzk.toml"
-    cfg.write_text(f"""
-[daemon]
-state_dir = "{tmp_path / "state"}"
-listen = "unix://{tmp_path / "d.sock"}"
-[gpus]
-backend = "cpu"
-[synthesis]
-partition_workers = 1
-[[circuits]]
-id = "loop"
-r1cs = "{EX / "circuit.r1cs"}"
-zkey = "{EX / "circuit.zkey"}"
-wasm = "{tmp_path / "loop.wasm"}"
-witness_timeout = "2s"
-[[circuits]]
-id = "example"
-r1cs = "{EX / "circuit.r1cs"}"
-zkey = "{EX / "circuit.zkey"}"
-wasm = "{EX / "circuit.wasm"}"
-""")
     inputs = json.loads((EX / "input.json").read_text())
-    d = Daemon(load_config(cfg)).start()
+    d = Daemon(loop_and_example_config(tmp_path, "2s")).start()
     try:
         with Client(d.address) as c:
             t0 = time.monotonic()

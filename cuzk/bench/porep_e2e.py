@@ -34,11 +34,8 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     from ..circuit.circuit import CircuitSpec, record
     from ..cli.filecoin import parse_size
-    from ..cli.porep import sector_data
     from ..filecoin import params as P
     from ..filecoin import vanilla as V
-    from ..filecoin.porep import challenge_openings
-    from ..filecoin.seal import seal
     from ..groth16 import formats, verifier, zkey
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -54,8 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     sp = P.PARAMS[size]
     proof_id = sp.seal_proof_ids["V1_1"]
     n_chal = a.challenges or sp.porep_challenges_per_partition
-    if not 0 < n_chal <= 4096:
-        print(f"--challenges: {n_chal} is not between 1 and 4096", file=sys.stderr)
+    from ..filecoin.porep import PoRep
+
+    if not 0 < n_chal <= PoRep.MAX_BENCH_CHALLENGES:
+        print(f"--challenges: {n_chal} is not between 1 and {PoRep.MAX_BENCH_CHALLENGES}", file=sys.stderr)
         return 2
     params = {"proof_id": proof_id, "challenges": n_chal}
     spec = CircuitSpec.parse("cuzk.filecoin.porep:PoRep", params)
@@ -91,15 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"development key: {zk} ({fig['setup_s']:.1f} s)")
     vk = zkey.read_zkey(zk).vk
 
-    t = time.perf_counter()
-    sealed = seal(sector_data(size, None, 7), proof_id, secrets.token_bytes(32), 1, secrets.token_bytes(32))
-    fig["seal_s"] = time.perf_counter() - t
-    seed = secrets.token_bytes(32)
-    chal = V.interactive_challenges(sp.nodes, sealed.replica_id, seed, 0, n_chal)
-    t = time.perf_counter()
-    obj = challenge_openings(sealed, chal) | {"seed": seed.hex(), "partition": 0, "sector_id": 1}
+    obj, chal = _seal_and_open(size, proof_id, n_chal, fig)
     data = V.encode(obj)
-    fig["vanilla_s"] = time.perf_counter() - t
     print(f"sealed in {fig['seal_s']:.2f} s; vanilla proof of challenges {chal}: {len(data)} bytes")
 
     with tempfile.TemporaryDirectory(prefix="cuzk-porep-") as tmp:
@@ -137,20 +129,36 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
+def _seal_and_open(size: int, proof_id: int, n_chal: int, fig: dict) -> tuple[dict, list[int]]:
+    """Seal a sector of ``size`` (a fixed data pattern, random ticket and replica keys) and open partition
+    0 at ``n_chal`` interactive challenges of a random seed: (the vanilla proof's JSON view, challenges);
+    seal_s and vanilla_s go into ``fig``."""
+    from ..cli.porep import sector_data
+    from ..filecoin import params as P
+    from ..filecoin import vanilla as V
+    from ..filecoin.porep import challenge_openings
+    from ..filecoin.seal import seal
+
+    t = time.perf_counter()
+    sealed = seal(sector_data(size, None, 7), proof_id, secrets.token_bytes(32), 1, secrets.token_bytes(32))
+    fig["seal_s"] = time.perf_counter() - t
+    seed = secrets.token_bytes(32)
+    chal = V.interactive_challenges(P.PARAMS[size].nodes, sealed.replica_id, seed, 0, n_chal)
+    t = time.perf_counter()
+    obj = challenge_openings(sealed, chal) | {"seed": seed.hex(), "partition": 0, "sector_id": 1}
+    fig["vanilla_s"] = time.perf_counter() - t
+    return obj, chal
+
+
 def _in_process(a: argparse.Namespace, rec, spec, size: int, proof_id: int, n_chal: int, fig: dict) -> int:
     import resource
     import statistics
 
     from ..backends import get_backend
     from ..circuit.circuit import witness
-    from ..cli.porep import sector_data
-    from ..filecoin import params as P
     from ..filecoin import vanilla as V
-    from ..filecoin.porep import challenge_openings
-    from ..filecoin.seal import seal
     from ..groth16 import prover, verifier
 
-    sp = P.PARAMS[size]
     t = time.perf_counter()
     if a.backend == "gpu":
         from ..backends.gpu import setup as gpu_setup
@@ -163,14 +171,7 @@ def _in_process(a: argparse.Namespace, rec, spec, size: int, proof_id: int, n_ch
     fig["setup_s"] = time.perf_counter() - t
     print(f"development key in memory ({a.backend} setup, {fig['setup_s']:.1f} s)", flush=True)
 
-    t = time.perf_counter()
-    sealed = seal(sector_data(size, None, 7), proof_id, secrets.token_bytes(32), 1, secrets.token_bytes(32))
-    fig["seal_s"] = time.perf_counter() - t
-    seed = secrets.token_bytes(32)
-    chal = V.interactive_challenges(sp.nodes, sealed.replica_id, seed, 0, n_chal)
-    t = time.perf_counter()
-    data = V.encode(challenge_openings(sealed, chal) | {"seed": seed.hex(), "partition": 0, "sector_id": 1})
-    fig["vanilla_s"] = time.perf_counter() - t
+    data = V.encode(_seal_and_open(size, proof_id, n_chal, fig)[0])
     print(f"sealed in {fig['seal_s']:.2f} s; vanilla proof of {n_chal} challenges: {len(data)} bytes", flush=True)
 
     circuit, backend = spec.load(), get_backend(a.backend)
