@@ -140,6 +140,7 @@ def test_protogen_generates_and_detects_stale(tmp_path):
         "PreloadSRS",
         "EvictSRS",
         "RegisterCircuit",
+        "RegisterCircuitStream",
         "ListCircuits",
     }
     assert pb.DESCRIPTOR.package == "cuzk.daemon.v1"

@@ -1,6 +1,6 @@
 """Issue 19, item 3: RegisterCircuit's path policy (registration.roots), the Python-module allow-list,
-error messages that never quote a file's bytes, and jobs pinned to the key they were accepted with
-(tests/test_engine_versions.py has the engine's side and restarts)."""
+error messages that never quote a file's bytes, ListCircuits' paths by role, and jobs pinned to the key
+they were accepted with (tests/test_engine_versions.py has the engine's side and restarts)."""
 
 from __future__ import annotations
 
@@ -103,6 +103,45 @@ def test_python_modules_allow_list(dirs):
         assert "mypkg" in msg
 
 
+def test_list_circuits_shows_paths_to_admins_only(dirs, tmp_path):
+    """ListCircuits: server-side paths for admins (a token, or the trusted unix socket) and, with
+    authentication off, for callers on the unix socket; basenames for submit tokens and for TCP callers
+    of a daemon without tokens. /status names no paths at all."""
+    import json
+
+    from cuzk.server.auth import TokenStore
+    from cuzk.server.client import Client
+
+    dc, root = dirs["dc"], str(dirs["root"])
+    store = TokenStore(tmp_path / "tokens.json")
+    adm, sub = store.add("adm", "admin"), store.add("sub", "submit")
+
+    def listed(client):
+        return {i["id"]: i for i in client.list_circuits()}["ok"]
+
+    full = os.path.realpath(dc.r1cs)
+    over = {"registration.roots": [root], "security.tokens_file": str(tmp_path / "tokens.json")}
+    with daemon(**over) as (d, c):
+        c.register("ok", dc.r1cs, zkey=dc.key)
+        assert listed(c)["r1cs"] == full  # the unix socket, trusted without a token
+        with Client(d.address, token=adm) as ca:
+            assert listed(ca)["r1cs"] == full and listed(ca)["zkey"] == os.path.realpath(dc.key)
+        with Client(d.address, token=sub) as cs:
+            info = listed(cs)
+            assert info["r1cs"] == "circuit.r1cs" and info["zkey"] == "circuit.zkey" and info["wasm"] == ""
+            assert root not in json.dumps(info) and info["key_sha256"] == hashlib.sha256(Path(dc.key).read_bytes()).hexdigest()
+            with pytest.raises(DaemonError) as ei:
+                cs.register("up", dc.r1cs, zkey=dc.key, upload=True)  # uploads need the admin role too
+            assert ei.value.code == "PERMISSION_DENIED"
+        assert root not in json.dumps(d.engine.snapshot())  # what GET /status serves
+    with daemon(**{"registration.roots": [root]}) as (d, c):  # no tokens: the unix socket sees paths
+        c.register("ok", dc.r1cs, zkey=dc.key)
+        assert listed(c)["r1cs"] == full
+    with daemon(**{"registration.roots": [root], "daemon.listen": "127.0.0.1:0"}) as (d, c):  # no tokens, TCP
+        c.register("ok", dc.r1cs, zkey=dc.key)
+        assert listed(c)["r1cs"] == "circuit.r1cs"
+
+
 @pytest.fixture(scope="module")
 def two_keys(tmp_path_factory):
     """One circuit (the same r1cs) with two different proving keys."""
@@ -140,8 +179,7 @@ def test_accepted_jobs_keep_their_key(two_keys, monkeypatch):
         states = {j.state.name for j in d.engine.table.active.values()}
         assert states and not states - {"QUEUED", "RUNNING"}
         info = c.register("pin", b.r1cs, zkey=b.key, replace=True)
-        assert not info["already_registered"]
-        assert d.engine.circuit("pin").key_hash == hashlib.sha256(Path(b.key).read_bytes()).hexdigest()
+        assert not info["already_registered"] and info["key_sha256"] != hashlib.sha256(Path(a.key).read_bytes()).hexdigest()
         after = c.submit("pin", witness=b.witness(9))
         go.set()
         for j in jobs:

@@ -855,6 +855,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_journal_parsers(sub)
     __import__("cuzk.cli.token", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk token add|list|revoke (issue 19)
+    __import__("cuzk.cli.circuits", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk register|circuits (issue 19)
     return p
 
 

@@ -241,6 +241,15 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
         'module-name prefixes a Python circuit registered by RPC may import (python = "pkg.mod:Class"; "cuzk." '
         'allows cuzk\'s own circuits, "mypkg" exactly mypkg, "mypkg." its submodules); config-file circuits are trusted',
     ),
+    (
+        "registration",
+        "max_upload_bytes",
+        "256MiB",
+        "size",
+        "RegisterCircuit may upload a circuit's files (r1cs, key, wasm, sym) instead of naming server-side paths: "
+        "at most this many bytes in all per request (stored under <state_dir>/circuits, 0600, named by their "
+        "SHA-256; RegisterCircuitStream carries uploads larger than daemon.max_message_bytes); 0 = uploads refused",
+    ),
     ("journal", "path", "", "str", "SQLite journal (WAL) of accepted jobs and results; default <state_dir>/journal.sqlite"),
     ("journal", "retention", "24h", "duration", "finished results stay retrievable by job id for this long"),
     ("journal", "synchronous", "full", "str", 'SQLite synchronous mode: "full" (fsync per commit) or "normal"'),
@@ -304,12 +313,15 @@ CIRCUIT_KEYS: list[tuple[str, object, str, str]] = [
         "60s",
         "duration",
         "longest one wasm witness calculation may run (a looping or too-slow wasm fails its own job and frees "
-        "its worker); 0 = the default 60s",
+        "its worker); 0 = the default 60s; at most 1h",
     ),
     ("batchable", False, "bool", "jobs may be collected into batches (scheduler.max_batch_*)"),
     ("partitions", 1, "int", "proofs per request (each request carries one witness/inputs per partition)"),
     ("max_queue", 0, "int", "active jobs of this circuit; 0 = scheduler.max_queue_per_circuit"),
 ]
+
+WITNESS_TIMEOUT_DEFAULT = 60.0  # seconds (a circuit's witness_timeout of 0)
+WITNESS_TIMEOUT_MAX = 3600.0
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
 _UNITS = {
@@ -472,7 +484,7 @@ class CircuitConfig:
     sym: str = ""
     default_priority: int = 2
     deadline: float = 0.0  # seconds; 0 = none
-    witness_timeout: float = 60.0  # seconds of one wasm witness calculation
+    witness_timeout: float = WITNESS_TIMEOUT_DEFAULT  # seconds of one wasm witness calculation
     batchable: bool = False
     partitions: int = 1
     max_queue: int = 0
@@ -509,6 +521,10 @@ def validate_circuit(d: dict[str, Any], where: str, base: Path | None = None) ->
     if bool(out["zkey"]) == bool(out["params"]):
         raise ConfigError(f"{where}: give exactly one proving key, zkey or params")
     out["partitions"] = max(out["partitions"], 1)
+    if out["witness_timeout"] > WITNESS_TIMEOUT_MAX:
+        raise ConfigError(
+            f"{where}.witness_timeout: {out['witness_timeout']:g}s is above the limit of {WITNESS_TIMEOUT_MAX:g}s (1h)"
+        )
     for k in ("r1cs", "zkey", "params", "wasm", "sym"):
         if out[k]:
             p = Path(os.path.expanduser(out[k]))
@@ -627,6 +643,8 @@ def load_config(
     ]
     if not all(isinstance(m, str) and m for m in sections["registration"]["python_modules"]):
         raise ConfigError(f"{where}: registration.python_modules: expected a list of module-name prefixes")
+    if sections["registration"]["max_upload_bytes"] is None:
+        raise ConfigError(f'{where}: registration.max_upload_bytes: expected a size like "256MiB" or 0 ("auto" is not accepted)')
     if not sections["daemon"]["max_message_bytes"]:  # "auto" (None) or 0: gRPC needs a real limit
         raise ConfigError(f'{where}: daemon.max_message_bytes: expected a size like "128MiB" ("auto" and 0 are not accepted)')
     fmt = sections["logging"]["format"]

@@ -10,7 +10,7 @@ list_circuits, preload / evict, snapshot; ``shutdown()``. The parts, each owning
 * :mod:`.scheduler` (priority, batches, memory budget), :mod:`.srs` (key tiers), :mod:`.journal`
   (durability), :mod:`.registry` (circuits), :mod:`.status` (snapshot, gauges).
 
-What the facade itself does: circuit registration (files named under ``registration.roots``),
+What the facade itself does: circuit registration (files named under ``registration.roots`` or uploaded),
 request validation and acceptance (journaled before it is acknowledged), recovery of journaled jobs at
 start, the drain at shutdown, and the housekeeping thread that expires old results.
 
@@ -64,7 +64,7 @@ from .jobtable import JobTable
 from .journal import Journal
 from .metrics import Metrics
 from .pipeline import Pipeline
-from .registry import Circuit, FileHasher, check_registration, same_spec
+from .registry import PATH_KEYS, Circuit, FileHasher, PermissionDenied, check_registration, same_spec, sha256_file
 from .scheduler import ProverQueue, Scheduler
 from .status import attach_metrics, snapshot
 from .timeline import Timeline
@@ -107,7 +107,8 @@ class Engine:
         self._submit_lock = threading.Lock()  # journal order = queue order; no submit during a circuit swap
         self.circuits: dict[str, Circuit] = {}  # guarded by table.lock
         self._retired: list[Circuit] = []  # replaced versions that accepted jobs still use (table.lock)
-        self._register_lock = threading.RLock()  # one registration at a time
+        self._register_lock = threading.RLock()  # one registration at a time (and the uploads' garbage collection)
+        self.upload_dir = cfg.state_dir / "circuits"  # RegisterCircuit uploads, named by their SHA-256
         self.stopped = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started = False
@@ -327,34 +328,137 @@ class Engine:
         self._prune()
 
     def _prune(self) -> None:
-        """Forget circuit versions no one needs (journal rows)."""
+        """Forget circuit versions no one needs (journal rows, uploaded files)."""
         with self.table.lock:
             keep = {(c.id, c.version) for c in [*self.circuits.values(), *self._retired]}
         try:
             self.journal.prune_versions(keep)
+            self._gc_uploads()
         except Exception as e:  # housekeeping: never the caller's failure
             log.error("event=prune_error error=%r", str(e))
 
+    # -- uploads --------------------------------------------------------------------------------------
+    def _upload_paths(self, spec: dict[str, Any], uploads: dict[str, bytes]) -> dict[str, str]:
+        """Where each uploaded file is stored (named by its SHA-256), after the request's checks: a field
+        given as a path and as bytes, the total size against ``registration.max_upload_bytes``."""
+        if not uploads:
+            return {}
+        for k in uploads:
+            if k not in PATH_KEYS:
+                raise InvalidArgument(f"circuit.{k}_bytes: not a circuit file (one of {', '.join(PATH_KEYS)})")
+            if spec.get(k):
+                raise InvalidArgument(f"circuit.{k}: give a path or {k}_bytes (an upload), not both")
+        limit = int(self.config.registration.max_upload_bytes)
+        if not limit:
+            raise PermissionDenied(
+                f"circuit.{next(iter(uploads))}_bytes: uploads are off (registration.max_upload_bytes = 0); name files "
+                "under registration.roots"
+            )
+        total = sum(len(d) for d in uploads.values())
+        if total > limit:
+            big = max(uploads, key=lambda k: len(uploads[k]))
+            also = f" ({total} bytes uploaded in all)" if len(uploads) > 1 else ""
+            raise ResourceExhausted(
+                f"circuit.{big}_bytes: {len(uploads[big])} bytes{also}, above registration.max_upload_bytes ({limit})"
+            )
+        return {k: str(self.upload_dir / f"{hashlib.sha256(d).hexdigest()}.{k}") for k, d in uploads.items()}
+
+    def _store_uploads(self, uploads: dict[str, bytes], paths: dict[str, str]) -> None:
+        """Write the uploads (0600, in a 0700 folder under the state folder); a file already there with the
+        same contents is kept."""
+        if not uploads:
+            return
+        d = self.upload_dir
+        d.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(d, 0o700)
+        for k, data in uploads.items():
+            path = Path(paths[k])
+            sha = path.name.partition(".")[0]
+            if path.is_file() and not path.is_symlink():
+                try:
+                    if sha256_file(str(path)) == sha:
+                        os.chmod(path, 0o600)
+                        self.hasher.remember(str(path), sha)
+                        continue
+                except OSError:
+                    pass
+            tmp = d / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+            self.hasher.remember(str(path), sha)
+        fd = os.open(d, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _gc_uploads(self) -> None:
+        """Delete uploaded files no circuit (current, replaced but in use, or journaled) names."""
+        if not self.upload_dir.is_dir() or not self._register_lock.acquire(blocking=False):
+            return  # a registration in progress collects when it is done
+        try:
+            with self.table.lock:
+                specs = [c.spec.as_dict() for c in [*self.circuits.values(), *self._retired]]
+            specs += self.journal.circuits() + self.journal.version_specs()
+            named = {os.path.realpath(sp[k]) for sp in specs for k in PATH_KEYS if sp.get(k)}
+            for f in self.upload_dir.iterdir():
+                if os.path.realpath(f) in named:
+                    continue
+                try:
+                    f.unlink()
+                    log.info("event=upload_removed file=%s", f.name)
+                except OSError:
+                    pass
+        finally:
+            self._register_lock.release()
+
     # -- registration -----------------------------------------------------------------------------
-    def register_circuit(self, spec: dict[str, Any], replace: bool = False) -> tuple[Circuit, bool]:
+    def register_circuit(
+        self, spec: dict[str, Any], replace: bool = False, uploads: dict[str, bytes] | None = None
+    ) -> tuple[Circuit, bool]:
         """Register (or, with ``replace``, redefine) a circuit at run time; persisted in the journal.
-        Returns (the circuit, whether it was
+        ``uploads``: files' bytes by field (r1cs, zkey, params, wasm, sym) instead of paths in ``spec``;
+        stored under the state folder and checked like named files. Returns (the circuit, whether it was
         registered like this already). A replacement applies to jobs submitted after it: every job
         accepted before is still proved and verified with the version it was accepted for."""
         if self.draining:
             raise Unavailable("the daemon is shutting down")
+        uploads = {k: bytes(v) for k, v in (uploads or {}).items() if v}
         with self._register_lock:
+            paths = self._upload_paths(spec, uploads)
             try:
-                cc = validate_circuit(spec, "circuit")
+                cc = validate_circuit(dict(spec) | paths, "circuit")
             except CuzkError as e:
                 raise InvalidArgument(str(e)) from None
             reg = self.config.registration  # RPC registrations are untrusted: files under the roots, allowed modules
-            check_registration(spec, cc, list(reg.roots), list(reg.python_modules))
+            check_registration(spec, cc, list(reg.roots), list(reg.python_modules))  # uploads are not server-side paths
             with self.table.lock:
                 old = self.circuits.get(cc.id)
                 if old is not None and self._check_replace(old, cc, replace):
                     return old, True
-            c = self._new_circuit(cc, "rpc")
+            try:
+                self._store_uploads(uploads, paths)
+                c = self._new_circuit(cc, "rpc")
+            except InvalidArgument as e:
+                msg = str(e)
+                for k, path in paths.items():  # name the upload, not where the daemon put it
+                    msg = msg.replace(f"{path}: ", "").replace(path, "the upload").replace(f".{k}: ", f".{k}_bytes: ")
+                self._gc_uploads()
+                raise InvalidArgument(msg) from None
+            except BaseException:
+                self._gc_uploads()
+                raise
             # swap with submissions held off: a job accepted from now on is for the new version, every job
             # accepted before keeps the old one (the journal has its version too)
             with self._submit_lock:

@@ -27,7 +27,7 @@ from ..engine.errors import EngineError
 
 ROLES = ("submit", "admin")
 # methods (of either service, by their last path component) that need the admin role
-ADMIN_METHODS = frozenset({"RegisterCircuit", "PreloadSRS", "EvictSRS"})
+ADMIN_METHODS = frozenset({"RegisterCircuit", "RegisterCircuitStream", "PreloadSRS", "EvictSRS"})
 
 
 class TokenError(CuzkError):

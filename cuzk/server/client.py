@@ -369,17 +369,16 @@ class Client:
         python: str = "",
         python_params: dict | None = None,
         deadline_s: float = 0.0,
+        witness_timeout_s: float = 0.0,
+        upload: bool = False,
     ) -> dict:
-        def ab(p: str) -> str:
-            return os.path.abspath(p) if p else ""
-
+        """Register (``replace``: redefine) a circuit. The files are paths on the daemon's machine, under its
+        ``registration.roots``; with ``upload`` they are read here and their bytes sent (the daemon stores
+        them; at most its ``registration.max_upload_bytes`` in all), through RegisterCircuitStream when they
+        are larger than one message."""
+        files = {"r1cs": r1cs, "zkey": zkey, "params": params, "wasm": wasm, "sym": sym}
         spec = pb.CircuitSpec(
             id=id,
-            r1cs=ab(r1cs),
-            zkey=ab(zkey),
-            params=ab(params),
-            wasm=ab(wasm),
-            sym=ab(sym),
             default_priority=priority_value(default_priority),
             batchable=batchable,
             partitions=partitions,
@@ -387,9 +386,37 @@ class Client:
             python=python,
             python_params=json.dumps(python_params) if python_params else "",
             deadline_s=deadline_s,
+            witness_timeout_s=witness_timeout_s,
         )
-        r = self._call("RegisterCircuit", pb.RegisterCircuitRequest(circuit=spec, replace=replace))
+        data: dict[str, bytes] = {}
+        for k, path in files.items():
+            if not path:
+                continue
+            if upload:
+                data[k] = _read(path, k)
+            else:
+                setattr(spec, k, os.path.abspath(path))
+        req = pb.RegisterCircuitRequest(circuit=spec, replace=replace)
+        if sum(len(d) for d in data.values()) > self.STREAM_ABOVE:
+            r = self._call("RegisterCircuitStream", self._upload_chunks(req, data))
+        else:
+            for k, d in data.items():
+                setattr(req.circuit, f"{k}_bytes", d)  # (the request holds a copy of spec)
+            r = self._call("RegisterCircuit", req)
         return _info(r.circuit) | {"already_registered": r.already_registered}
+
+    def _upload_chunks(self, req, data: dict[str, bytes]):
+        """A RegisterCircuitRequest and its uploads as RegisterCircuitStream chunks."""
+        files = [pb.UploadedFile(field=k, size=len(d)) for k, d in data.items()]
+
+        def gen():
+            yield pb.RegisterCircuitChunk(header=req, files=files)
+            for d in data.values():
+                view = memoryview(d)
+                for i in range(0, len(view), self.CHUNK):
+                    yield pb.RegisterCircuitChunk(data=bytes(view[i : i + self.CHUNK]))
+
+        return gen()
 
     def list_circuits(self) -> list[dict]:
         return [_info(c) for c in self._call("ListCircuits", pb.ListCircuitsRequest()).circuits]
@@ -411,6 +438,9 @@ def _info(c) -> dict:
         "python": s.python,
         "python_params": json.loads(s.python_params) if s.python_params else {},
         "deadline_s": s.deadline_s,
+        "witness_timeout_s": s.witness_timeout_s,
+        "version": c.version,
+        "key_sha256": c.key_sha256,
         "n_constraints": c.n_constraints,
         "n_wires": c.n_wires,
         "n_public": c.n_public,

@@ -11,6 +11,11 @@ Prove answer status FAILED with the message.
 
 Results come from the engine as :class:`~cuzk.engine.job.JobRecord`; :func:`record_to_pb` is the one
 mapping of a record to protobuf.
+
+RegisterCircuit (admin) names files under ``registration.roots`` or uploads their bytes (CircuitSpec's
+``*_bytes``; RegisterCircuitStream for uploads larger than one message, its declared sizes checked against
+``registration.max_upload_bytes`` before any data is read). ListCircuits shows server-side paths to admins
+only (:func:`show_paths`).
 """
 
 from __future__ import annotations
@@ -108,6 +113,18 @@ def record_to_pb(rec: JobRecord) -> Any:
     if rec.partitions:
         r.public_signals.extend(str(x) for x in rec.partitions[0].public)
     return r
+
+
+UPLOAD_FIELDS = ("r1cs", "zkey", "params", "wasm", "sym")  # CircuitSpec's <field>_bytes
+
+
+def show_paths(ident: auth.Identity | None, peer: str) -> bool:
+    """Whether a caller sees server-side paths (ListCircuits): an admin (a token, or the trusted unix socket);
+    with authentication off, a caller on the unix socket (private by its mode) but not one on TCP. A submit
+    token sees basenames."""
+    if ident is not None:
+        return ident.admin
+    return peer.startswith("unix:")
 
 
 def _payloads(req: Any) -> tuple[list[tuple[str, bytes]], list[str]]:
@@ -317,6 +334,65 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
     def RegisterCircuit(self, request: Any, context: Any) -> Any:
         if not request.HasField("circuit"):
             raise InvalidArgument("circuit: required (a CircuitSpec)")
+        uploads = {k: getattr(request.circuit, f"{k}_bytes") for k in UPLOAD_FIELDS}
+        return self._register(request, uploads)
+
+    @_rpc
+    def RegisterCircuitStream(self, request_iterator: Any, context: Any) -> Any:
+        """Uploads larger than one message, in chunks; the declared sizes are checked against
+        registration.max_upload_bytes before any data is read, and buffers grow as bytes arrive."""
+        first = next(iter(request_iterator), None)
+        if first is None or not first.HasField("header"):
+            raise InvalidArgument("header: the first chunk must carry the request (RegisterCircuitRequest) and the files")
+        req = first.header
+        if not req.HasField("circuit"):
+            raise InvalidArgument("header.circuit: required (a CircuitSpec)")
+        if any(getattr(req.circuit, f"{k}_bytes") for k in UPLOAD_FIELDS):
+            raise InvalidArgument("header.circuit: leave the *_bytes fields empty; the files' bytes follow as data")
+        files = list(first.files)
+        seen: set[str] = set()
+        for i, f in enumerate(files):
+            if f.field not in UPLOAD_FIELDS:
+                raise InvalidArgument(f"files[{i}].field: {f.field!r} is not one of {', '.join(UPLOAD_FIELDS)}")
+            if f.field in seen:
+                raise InvalidArgument(f"files[{i}].field: {f.field} is given twice")
+            seen.add(f.field)
+        total = sum(int(f.size) for f in files)
+        limit = int(self.engine.config.registration.max_upload_bytes)
+        if limit and total > limit:
+            big = max(files, key=lambda f: int(f.size))
+            also = f" ({total} bytes in all)" if len(files) > 1 else ""
+            raise ResourceExhausted(
+                f"circuit.{big.field}_bytes: {int(big.size)} bytes{also}, above registration.max_upload_bytes ({limit})"
+            )
+        bufs = [bytearray() for _ in files]
+        part = 0
+
+        def feed(data: bytes) -> None:
+            nonlocal part
+            view = memoryview(data)
+            while view:
+                while part < len(files) and len(bufs[part]) == files[part].size:
+                    part += 1
+                if part == len(files):
+                    raise InvalidArgument(f"data: more bytes than the {total} the files declare")
+                take = min(len(view), int(files[part].size) - len(bufs[part]))
+                bufs[part] += view[:take]
+                view = view[take:]
+
+        feed(first.data)
+        for chunk in request_iterator:
+            if chunk.HasField("header") or chunk.files:
+                raise InvalidArgument("header: only the first chunk carries it")
+            feed(chunk.data)
+        got = sum(len(b) for b in bufs)
+        if got != total:
+            raise InvalidArgument(f"data: {got} bytes arrived, the files declare {total}")
+        uploads = {f.field: bytes(b) for f, b in zip(files, bufs, strict=True)}
+        bufs.clear()
+        return self._register(req, uploads)
+
+    def _register(self, request: Any, uploads: dict[str, bytes]) -> Any:
         c = request.circuit
         spec = {
             "id": c.id,
@@ -333,7 +409,9 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
             "python_params": c.python_params,
             "deadline": c.deadline_s,
         }
-        circuit, already = self.engine.register_circuit(spec, replace=request.replace)
+        if c.witness_timeout_s:  # 0: the default
+            spec["witness_timeout"] = c.witness_timeout_s
+        circuit, already = self.engine.register_circuit(spec, replace=request.replace, uploads=uploads)
         return pb.RegisterCircuitResponse(circuit=self._info(self.engine.circuit_info(circuit)), already_registered=already)
 
     @staticmethod
@@ -353,6 +431,7 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
             python=s.get("python", ""),
             python_params=json.dumps(s["python_params"], sort_keys=True) if s.get("python_params") else "",
             deadline_s=s.get("deadline", 0.0),
+            witness_timeout_s=s.get("witness_timeout", 0.0),
         )
         return pb.CircuitInfo(
             spec=spec,
@@ -363,8 +442,11 @@ class ProvingEngineService(pb_grpc.ProvingEngineServicer):  # type: ignore[misc]
             tier=d["tier"],
             source=d["source"],
             curve=d["curve"],
+            version=d.get("version", ""),
+            key_sha256=d.get("key_sha256", ""),
         )
 
     @_rpc
     def ListCircuits(self, request: Any, context: Any) -> Any:
-        return pb.ListCircuitsResponse(circuits=[self._info(d) for d in self.engine.list_circuits()])
+        show = show_paths(auth.current(), context.peer())
+        return pb.ListCircuitsResponse(circuits=[self._info(d) for d in self.engine.list_circuits(show)])
