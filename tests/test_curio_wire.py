@@ -511,7 +511,7 @@ def test_porep_2kib_end_to_end():
         "daemon.state_dir": tmp,
         "daemon.listen": f"unix://{tmp}/d.sock",
         "gpus.backend": "cpu",
-        "registration.roots": [tempfile.gettempdir()],
+        "registration.roots": [tempfile.gettempdir(), str(key_dir)],
         "registration.python_modules": ["cuzk.", "test_curio_wire"],
         "curio.circuits": {"porep_5": "porep-2k"},
     }
