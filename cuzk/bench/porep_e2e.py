@@ -2,6 +2,7 @@
 
     python -m cuzk.bench.porep_e2e [--sector-size 2KiB] [--backend cpu|gpu] [--key DIR] [--challenges N]
     python -m cuzk.bench.porep_e2e --in-process --backend gpu --sector-size 8MiB --challenges 68 [--reps 2]
+        [--witness-processes 16]
 
 Records the PoRep circuit (cuzk.filecoin.porep:PoRep with the size's challenges per partition), makes a
 development key (cached in --key DIR), starts a daemon on a temporary socket, seals a sector and writes
@@ -17,6 +18,11 @@ more than the device host's disk takes in the time) and makes the daemon's own c
 bytes in this process: the circuit's ``parse_binary`` (the vanilla proof checked natively), the witness
 of the recorded layout, the backend's proof, the pairing check. What it leaves out against the daemon is
 the gRPC hop and the queues, measured elsewhere (BENCHMARKS 3, 9).
+
+``--witness-processes N`` is the daemon's ``synthesis.python_processes``: with N >= 2 the partition's
+opening checks and its witness are computed in parts, a range of challenges per worker process
+(:mod:`cuzk.circuit.split`); in process, the pool's first witness (spawn, imports) is made before the timed
+requests.
 """
 
 from __future__ import annotations
@@ -45,6 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--challenges", type=int, default=0, help="challenges in the partition (default: the size's)")
     ap.add_argument("--in-process", action="store_true", help="key kept in memory; no daemon (see the module doc)")
     ap.add_argument("--reps", type=int, default=1, help="proofs of the same request (--in-process)")
+    ap.add_argument(
+        "--witness-processes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="synthesis.python_processes: with N >= 2 one partition's witness and its opening checks are computed "
+        "in parts, a range of challenges per worker process (cuzk.circuit.split); 0 = in this process",
+    )
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args(argv)
     size = parse_size(a.sector_size, "--sector-size")
@@ -96,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="cuzk-porep-") as tmp:
         over = {"daemon.state_dir": tmp, "daemon.listen": f"unix://{tmp}/d.sock", "gpus.backend": a.backend}
+        over["synthesis.python_processes"] = max(0, a.witness_processes)
         over["registration.roots"] = [tmp, os.path.dirname(str(zk))]
         d = Daemon(load_config(overrides=over)).start()
         try:
@@ -175,14 +190,31 @@ def _in_process(a: argparse.Namespace, rec, spec, size: int, proof_id: int, n_ch
     print(f"sealed in {fig['seal_s']:.2f} s; vanilla proof of {n_chal} challenges: {len(data)} bytes", flush=True)
 
     circuit, backend = spec.load(), get_backend(a.backend)
+    pool = None
+    fig["witness_processes"] = a.witness_processes
+    if a.witness_processes > 0:  # the daemon's synthesis.python_processes: its witness pool
+        from ..circuit.circuit import WitnessPool
+
+        pool = WitnessPool(spec, a.witness_processes)
+        t = time.perf_counter()
+        pool.witness(circuit.parse_binary(data, 0))  # spawn, imports, numba, each worker's allocation blocks
+        fig["witness_pool_first_s"] = time.perf_counter() - t
+        how = f"in parts ({min(a.witness_processes, n_chal)} ranges of challenges)" if pool.splits() else "whole"
+        print(
+            f"witness pool of {a.witness_processes} processes, witnesses {how}: first {fig['witness_pool_first_s']:.1f} s",
+            flush=True,
+        )
     runs: list[dict[str, float]] = []
     ok = True
     for r in range(max(1, a.reps)):
         t0 = time.perf_counter()
         inputs = circuit.parse_binary(data, 0)  # what the daemon does at submission (the openings checked)
-        circuit.parse_inputs(inputs)
+        if pool is None:
+            circuit.parse_inputs(inputs)
+        else:
+            pool.check(inputs)  # the registry's check with python_processes (in parts when the circuit splits)
         t1 = time.perf_counter()
-        w = witness(circuit, inputs, rec.layout)
+        w = witness(circuit, inputs, rec.layout) if pool is None else pool.witness(inputs)
         t2 = time.perf_counter()
         if r == 0 and a.backend == "gpu":  # the first proof on a fresh device loads modules and pools
             t = time.perf_counter()
@@ -204,6 +236,8 @@ def _in_process(a: argparse.Namespace, rec, spec, size: int, proof_id: int, n_ch
             flush=True,
         )
         runs.append(row)
+    if pool is not None:
+        pool.close()
     med = {k: statistics.median(x[k] for x in runs) for k in runs[0]}
     spread = {k: (min(x[k] for x in runs), max(x[k] for x in runs)) for k in ("total_s", "witness_s", "prove_s")}
     fig |= {
@@ -219,7 +253,7 @@ def _in_process(a: argparse.Namespace, rec, spec, size: int, proof_id: int, n_ch
         "host_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
     }
     print(
-        f"| {a.sector_size} x {n_chal} challenges | {rec.layout.n_constraints:,} | record {fig['record_s']:.1f} s | "
+        f"| {a.sector_size} x {n_chal} challenges | {rec.layout.n_constraints:,} | witness processes {a.witness_processes} | record {fig['record_s']:.1f} s | "
         f"setup {fig['setup_s']:.1f} s | seal {fig['seal_s']:.1f} s | synthesis {med['parse_s'] + med['witness_s']:.2f} s | "
         f"prove {med['prove_s']:.3f} s | total {med['total_s']:.2f} s ({spread['total_s'][0]:.2f}-{spread['total_s'][1]:.2f}) | "
         f"verified {ok} | RSS {fig['host_rss_gib']:.1f} GiB |",

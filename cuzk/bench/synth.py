@@ -11,6 +11,11 @@ timed ones because tracing slows Python down.
 The seed's synthesis regression (a small-vector LC indexer costing 5-6 s of every proof) was found only
 by a synthesis-only benchmark; this is ours. Its switches (``--lc-storage``, ``--witness-buffer``) set
 the named synthesis switches of :mod:`cuzk.circuit.cs`, so each can be measured alone.
+
+``--split N`` also times ONE witness computed in parts by N worker processes (:mod:`cuzk.circuit.split`:
+a circuit that splits over its units, e.g. ``cuzk.filecoin.porep:PoRep`` over its challenges), checked
+bit-identical to the single-process witness, and the inputs' checks (``parse_inputs``) in parts against
+one process.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ def run(
     trace: bool = True,
     progress: bool = True,
     procs: int = 0,
+    split: int = 0,
 ) -> dict[str, Any]:
     """One benchmark; returns the figures (ms, MiB, constraints/s)."""
     import numba
@@ -61,7 +67,9 @@ def run(
     if progress and sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=2 + 2 * repeat + trace + (procs > 1), desc="record", unit="step", leave=False, file=sys.stderr)
+        bar = tqdm(
+            total=2 + 2 * repeat + trace + (procs > 1) + (split > 1), desc="record", unit="step", leave=False, file=sys.stderr
+        )
 
     def step(name: str) -> None:
         if bar is not None:
@@ -121,6 +129,7 @@ def run(
             "constraints_per_s": rate,
             "per_process": rate / procs,
         }
+    spl = _split(spec, params, circuit, inputs, w, split, repeat, wit_ms, step) if split > 1 else None
     peak_py = 0.0
     if trace:
         step("traced witness")
@@ -148,6 +157,58 @@ def run(
         "peak_rss_mib": _peak_rss_mib(),
         "peak_python_alloc_mib": peak_py,
         "parallel_witness": par,
+        "split_witness": spl,
+    }
+
+
+def _split(
+    spec: str, params: Any, circuit: Any, inputs: Any, w: Any, procs: int, repeat: int, wit_ms: list[float], step: Any
+) -> dict[str, Any]:
+    """One witness computed in parts by ``procs`` worker processes (cuzk.circuit.split): timed against the
+    single-process witness (``wit_ms``), checked equal to it bit for bit; the inputs' checks
+    (``parse_inputs``: PoRep's openings verified natively) timed here and in parts."""
+    import numpy as np
+
+    from ..circuit.circuit import CircuitSpec, WitnessPool
+
+    step("split witness")
+    pool = WitnessPool(CircuitSpec.parse(spec, params), procs)
+    try:
+        if not pool.splits():
+            raise CuzkError(f"{spec}: the circuit does not split over its units (split_units); --split needs one that does")
+        t = time.perf_counter()
+        m = pool.witness(inputs)  # warm-up: spawn, imports, numba, each worker's allocation blocks of the circuit
+        first_ms = (time.perf_counter() - t) * 1e3
+        if pool.split_refused:
+            raise CuzkError(f"{spec}: the split was refused: {pool.split_refused}")
+        if not np.array_equal(m, w):
+            raise CuzkError(f"{spec}: the witness computed in parts differs from the single-process one; the benchmark is void")
+        del m
+        runs, check, serial_check = [], [], []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            pool.witness(inputs)
+            runs.append((time.perf_counter() - t) * 1e3)
+            t = time.perf_counter()
+            pool.check(inputs)
+            check.append((time.perf_counter() - t) * 1e3)
+            t = time.perf_counter()
+            circuit.parse_inputs(inputs)
+            serial_check.append((time.perf_counter() - t) * 1e3)
+    finally:
+        pool.close()
+    med, sp = _median_spread(runs)
+    cm, cs = _median_spread(check)
+    sm, ss = _median_spread(serial_check)
+    return {
+        "processes": procs,
+        "parts": min(procs, circuit.split_units()),
+        "first_ms": first_ms,
+        "witness_ms": {"median": med, "spread": sp, "runs": runs},
+        "speedup": statistics.median(wit_ms) / med,
+        "check_ms": {"median": cm, "spread": cs, "runs": check},
+        "serial_check_ms": {"median": sm, "spread": ss, "runs": serial_check},
+        "identical": True,
     }
 
 
@@ -169,6 +230,18 @@ def print_report(r: dict[str, Any]) -> None:
         print(
             f"processes      {par['processes']} witness processes: {par['constraints_per_s'] / 1e6:.3f} M constraints/s "
             f"({par['per_process'] / 1e6:.3f} per process; witness only, {par['witnesses']} witnesses in {par['wall_ms']:.0f} ms)"
+        )
+    spl = r.get("split_witness")
+    if spl:
+        m, c, sc = spl["witness_ms"], spl["check_ms"], spl["serial_check_ms"]
+        print(
+            f"split          one witness in {spl['parts']} parts ({spl['processes']} processes): median {m['median']:.1f} ms, "
+            f"spread {m['spread']:.1f} ms over {len(m['runs'])} runs = {spl['speedup']:.2f}x the single-process witness "
+            f"(bit-identical; first {spl['first_ms']:.0f} ms)"
+        )
+        print(
+            f"input checks   in parts median {c['median']:.1f} ms (spread {c['spread']:.1f}); in one process "
+            f"median {sc['median']:.1f} ms (spread {sc['spread']:.1f})"
         )
     print(
         f"memory         peak RSS {r['peak_rss_mib']:.0f} MiB; peak Python allocations in one witness {r['peak_python_alloc_mib']:.0f} MiB"
@@ -193,6 +266,7 @@ def cmd_synth(a) -> int:
             not a.no_trace,
             not a.quiet,
             a.procs,
+            a.split,
         )
     finally:
         for k, v in saved.items():
@@ -221,6 +295,14 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--no-trace", action="store_true", help="skip the traced run (peak Python allocations)")
     s.add_argument(
         "--procs", type=int, default=0, help="also time N witnesses at once in N worker processes (synthesis.python_processes)"
+    )
+    s.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time ONE witness computed in parts by N worker processes (a circuit that splits over its units, "
+        "e.g. PoRep's challenges; synthesis.python_processes), checked bit-identical to the single-process one",
     )
     s.add_argument("--json", help="also write the figures here")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

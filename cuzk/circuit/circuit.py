@@ -19,6 +19,7 @@ import hashlib
 import importlib
 import inspect
 import json
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from .. import CuzkError, __version__, curves
 from ..curves import Curve
 from ..r1cs.pce import CSR, PCE
 from .cs import ConstraintSystem, Layout, RecordingCS, TestCS, WitnessCS
+
+log = logging.getLogger("cuzk.circuit")
 
 
 class CircuitError(CuzkError):
@@ -86,6 +89,19 @@ class Circuit:
         """Valid random inputs of one request (JSON-ready), for demos, tests and ``cuzk-bench synth``;
         circuits that can make them override this."""
         raise CircuitError(f"{type(self).__name__} cannot make sample inputs")
+
+    def split_units(self) -> int:
+        """How many independent units (PoRep's challenges) the circuit batches, for a witness computed in
+        parts (:mod:`cuzk.circuit.split`); 0 (the default): it cannot be split."""
+        return 0
+
+    def split(self, inputs: Any, lo: int, hi: int) -> tuple[Any, dict[str, Any]]:
+        """The JSON inputs and the parameters of the same circuit class proving units ``[lo, hi)`` only:
+        its allocations must be this circuit's with the per-unit blocks' leading dimension made
+        ``hi - lo`` (checked, :mod:`cuzk.circuit.split`), and ``parse_inputs`` of the parts must accept
+        exactly when ``parse_inputs`` of the whole does. CircuitError for inputs that cannot be split (the
+        message ``parse_inputs`` would give)."""
+        raise CircuitError(f"{type(self).__name__} cannot be split")
 
     @property
     def curve_(self) -> Curve:
@@ -256,6 +272,7 @@ def layout_of(circuit: Circuit, cache: bool | Path = True) -> Layout:
 
 
 _worker: tuple[Circuit, Layout] | None = None
+_worker_blocks: list[Any] | None = None  # the circuit's allocation blocks (cuzk.circuit.split), made on first use
 
 
 def _worker_init(target: str, params: dict[str, Any], threads: int, cache_root: str | None) -> None:
@@ -275,21 +292,61 @@ def _worker_witness(inputs: Any) -> np.ndarray:
     return witness(circuit, inputs, layout)
 
 
+def _worker_part(
+    sub_inputs: Any, sub_params: dict[str, Any], lo: int, hi: int, target: tuple[int, int, int], with_globals: bool
+) -> str:
+    """Units [lo, hi) of one witness computed here and written into the shared witness ``target``; the
+    digest of the part's global values."""
+    global _worker_blocks
+    from .split import alloc_blocks, check_blocks, compute_part, open_shared, write_part
+
+    assert _worker is not None
+    circuit, layout = _worker
+    if _worker_blocks is None:
+        blocks = alloc_blocks(circuit)
+        check_blocks(blocks, layout)
+        _worker_blocks = blocks
+    cs, runs = compute_part(circuit, _worker_blocks, layout, sub_inputs, sub_params, lo, hi)
+    mm, out = open_shared(target)
+    try:
+        return write_part(out, cs, runs, with_globals)
+    finally:
+        del out
+        try:
+            mm.close()
+        except BufferError:  # a traceback still holds the array: the mapping goes with it
+            pass
+
+
+def _worker_check(sub_inputs: Any, sub_params: dict[str, Any]) -> None:
+    """``parse_inputs`` of one part's inputs (its checks) in the circuit of that part."""
+    assert _worker is not None
+    type(_worker[0])(**sub_params).parse_inputs(sub_inputs)
+
+
 class WitnessPool:
     """Witnesses of one Python circuit computed in ``processes`` worker processes.
 
     A Python circuit's witness is one Python thread issuing numpy calls: threads share the GIL, so the
-    daemon's synthesis workers (threads) could not use more than one core for such circuits. The workers
-    are spawned (not forked: the parent has numba and gRPC threads), load the circuit once, and read the
-    recording's layout from the disk cache; each witness comes back pickled through a pipe (32 bytes per
-    wire: ~0.3 s for 2^24 wires against seconds of synthesis). Errors raised by the circuit come back as
-    the same exception type.
+    daemon's synthesis threads could not use more than one core for such circuits. The workers are spawned
+    (not forked: the parent has numba and gRPC threads), load the circuit once, and read the recording's
+    layout from the disk cache. Errors raised by the circuit come back as the same exception type.
+
+    :meth:`submit` computes a whole witness in one worker; it comes back pickled through a pipe (32 bytes
+    per wire: ~0.3 s for 2^24 wires). :meth:`witness` does the same unless the circuit splits
+    (:meth:`Circuit.split_units`, :mod:`cuzk.circuit.split`) and there are two workers or more: then one
+    witness is computed in parts, a range of units per worker, each writing its part straight into one
+    shared buffer (no copy back), so one partition uses every worker. A circuit whose allocations turn
+    out not to split (:class:`~cuzk.circuit.split.SplitError`) is logged once and computed whole from then
+    on. :meth:`check` runs the circuit's input checks (``parse_inputs``; PoRep's native opening checks)
+    in parts the same way.
     """
 
     def __init__(self, spec: CircuitSpec, processes: int, threads_per_process: int = 1):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        self.spec = spec
         self.processes = max(1, processes)
         root = os.environ.get("CUZK_CACHE_DIR")
         self._pool = ProcessPoolExecutor(
@@ -298,14 +355,75 @@ class WitnessPool:
             initializer=_worker_init,
             initargs=(spec.target, dict(spec.params), threads_per_process, root),
         )
+        self._circuit: Circuit | None = None
+        self._layout: Layout | None = None
+        self._lock = threading.Lock()
+        self.split_refused: str | None = None  # why this circuit's witnesses are computed whole
 
     def submit(self, inputs: Any) -> Any:
-        """A future of the witness of one proof's JSON inputs."""
+        """A future of the witness of one proof's JSON inputs (computed whole, in one worker)."""
         return self._pool.submit(_worker_witness, inputs)
 
+    def _parent(self) -> tuple[Circuit, Layout]:
+        with self._lock:
+            if self._circuit is None or self._layout is None:
+                circuit = self.spec.load()
+                self._layout = layout_of(circuit)
+                self._circuit = circuit
+            return self._circuit, self._layout
+
+    def splits(self) -> bool:
+        """Whether :meth:`witness` and :meth:`check` work in parts."""
+        return self.processes > 1 and self.split_refused is None and self._parent()[0].split_units() > 1
+
+    def _parts(self, inputs: Any) -> list[tuple[int, int, Any, dict[str, Any]]]:
+        from .split import split_ranges
+
+        circuit = self._parent()[0]
+        return [(lo, hi, *circuit.split(inputs, lo, hi)) for lo, hi in split_ranges(circuit.split_units(), self.processes)]
+
+    @staticmethod
+    def _gather(futures: list[Any]) -> list[Any]:
+        """Every future's result once all are done (none still writes), or the first range's error."""
+        from concurrent.futures import wait
+
+        wait(futures)
+        return [f.result() for f in futures]
+
+    def split_witness(self, inputs: Any) -> np.ndarray:
+        """The witness computed in parts by the workers (SplitError if the circuit does not split)."""
+        from .split import SharedWitness, SplitError, same_globals
+
+        circuit, layout = self._parent()
+        if self.processes < 2 or circuit.split_units() < 2:
+            raise SplitError(
+                f"{type(circuit).__name__}: {circuit.split_units()} units over {self.processes} processes: nothing to split"
+            )
+        parts = self._parts(inputs)
+        with SharedWitness(layout.n_wires) as buf:
+            futures = [self._pool.submit(_worker_part, si, sp, lo, hi, buf.ref, lo == 0) for lo, hi, si, sp in parts]
+            same_globals(self._gather(futures))
+            return buf.array()
+
     def witness(self, inputs: Any) -> np.ndarray:
+        if self.splits():
+            from .split import SplitError
+
+            try:
+                return self.split_witness(inputs)
+            except (SplitError, OSError) as e:  # the circuit does not split (or no shared buffer): whole from now on
+                self.split_refused = f"{type(e).__name__}: {e}"
+                log.warning("event=split_witness_refused circuit=%s reason=%s", self.spec.target, self.split_refused)
         w: np.ndarray = self.submit(inputs).result()
         return w
+
+    def check(self, inputs: Any) -> None:
+        """The circuit's ``parse_inputs`` of the inputs (CircuitError if it refuses them): in parts in the
+        workers when the circuit splits, else in this thread."""
+        if not self.splits():
+            self._parent()[0].parse_inputs(inputs)
+            return
+        self._gather([self._pool.submit(_worker_check, si, sp) for _, _, si, sp in self._parts(inputs)])
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -152,6 +152,17 @@ class MerkleInclusion(Circuit):
                 paths.extend(_field_list({"s": sib}, "s", self.arity - 1, f"{where}.path[{lv}]"))
         return {"root": root, "index": idx, "leaf": leaves, "path": paths}
 
+    def split_units(self) -> int:
+        return self.challenges
+
+    def split(self, inputs: Any, lo: int, hi: int) -> tuple[Any, dict[str, Any]]:
+        """Challenges ``[lo, hi)`` against the same root (:mod:`cuzk.circuit.split`; a part's messages
+        count its challenges from 0)."""
+        ch = inputs.get("challenges") if isinstance(inputs, dict) else None
+        if not isinstance(ch, list) or len(ch) != self.challenges:
+            raise CircuitError(f"inputs.challenges: expected a list of {self.challenges} challenges")
+        return {**inputs, "challenges": ch[lo:hi]}, {**self.params, "challenges": hi - lo}
+
     def synthesize(self, cs: ConstraintSystem, inputs: Any) -> None:
         from .gadgets import boolean, merkle, num
 

@@ -388,12 +388,25 @@ class Circuit:
         itself is kept (and journaled): the witness parses it again."""
         assert self.python is not None
         try:
-            self.python.parse_inputs(obj)
+            if self._python_processes > 1 and self.python.split_units() > 1:
+                self._check_in_parts(obj)  # the same checks, a range of units per worker process
+            else:
+                self.python.parse_inputs(obj)
             return obj
         except CuzkError as e:
             raise InvalidArgument(f"{field}: {e}") from None
         except Exception as e:
             raise InvalidArgument(f"{field}: {self.spec.python} refused the inputs: {type(e).__name__}: {e}") from None
+
+    def _check_in_parts(self, obj: Any) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        assert self.python is not None
+        try:
+            self._witness_pool().check(obj)
+        except BrokenProcessPool:  # a worker died: a fresh pool for the next job, the check done here
+            self.close()
+            self.python.parse_inputs(obj)
 
     def parse_python_binary(self, data: bytes, field: str, partition: int = 0) -> Any:
         """A Python circuit's binary inputs (a vanilla proof) of one partition as its JSON inputs (the

@@ -151,6 +151,15 @@ def label_native(replica_id: bytes, layer: int, node: int, parent_columns: list[
     return int.from_bytes(d, "little")
 
 
+def first_challenge(obj: Any) -> int:
+    """The partition position of the first opening in ``obj`` (its optional ``first_challenge``, set by
+    :meth:`PoRep.split` on the inputs of a part: messages name challenges by their place in the whole)."""
+    x = obj.get("first_challenge", 0) if isinstance(obj, dict) else 0
+    if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < PoRep.MAX_BENCH_CHALLENGES:
+        raise CircuitError(f"inputs.first_challenge: expected an integer in [0, {PoRep.MAX_BENCH_CHALLENGES})")
+    return x
+
+
 def verify_openings(obj: dict) -> None:
     """Check every opening of :func:`challenge_openings`' dict natively; ValueError naming the challenge
     and what did not match (data path, replica path, column path, a parent's path or index, a label, the
@@ -165,9 +174,10 @@ def verify_openings(obj: dict) -> None:
     if poseidon_native([comm_c, comm_r_last], 2) != comm_r:
         raise ValueError("CommR is not Poseidon2(CommC, CommR_last)")
     graph = StackedGraph.for_proof(int(obj["proof_id"]))
+    first = first_challenge(obj)
     for c, ch in enumerate(obj["challenges"]):
         i = int(ch["index"])
-        where = f"challenge {c} (node {i})"
+        where = f"challenge {first + c} (node {i})"
         if not 0 < i < sh["nodes"]:
             raise ValueError(f"{where}: index out of range")
         data_leaf = bytes.fromhex(ch["data_leaf"])
@@ -345,13 +355,14 @@ class PoRep(Circuit):
             "comm_r": _fe(obj["comm_r"], "inputs.comm_r"),
         }
         chs = _list(obj["challenges"], C, "inputs.challenges")
+        first = first_challenge(obj)
         idx, data_leaf, data_path, rleaf, column = [], [], [], [], []
         rpath: list[list[list[int]]] = [[] for _ in ar]
         cpath: list[list[list[int]]] = [[] for _ in ar]
         ppath: list[list[list[list[int]]]] = [[] for _ in ar]
         pcols = []
         for c, ch in enumerate(chs):
-            w = f"inputs.challenges[{c}]"
+            w = f"inputs.challenges[{first + c}]"
             if not isinstance(ch, dict):
                 raise CircuitError(f"{w}: expected an object")
             for k in ("index", "data_leaf", "data_path", "replica_leaf", "replica_path", "column", "column_path"):
@@ -402,6 +413,29 @@ class PoRep(Circuit):
             except ValueError as e:
                 raise CircuitError(f"vanilla proof: {e}") from None
         return out
+
+    # ---- parts (cuzk.circuit.split): a witness computed over challenge ranges in several processes
+    def split_units(self) -> int:
+        return self.challenges
+
+    def split(self, inputs: Any, lo: int, hi: int) -> tuple[Any, dict[str, Any]]:
+        """The openings of challenges ``[lo, hi)`` and the parameters of their circuit (the same but
+        ``challenges = hi - lo``). Every allocation of both shapes is global (the replica id and its
+        bits, CommD, CommR and its hash, CommC, CommR_last) or has the challenges as its leading dimension
+        (the per-challenge public inputs included), and each part's ``parse_inputs`` checks its own
+        challenges' openings and the global ones (CommR), so the parts accept exactly what the whole does.
+        ``first_challenge`` makes the parts' messages name challenges by their place in the whole."""
+        if not isinstance(inputs, dict):
+            raise CircuitError(f"inputs: expected a JSON object, got {type(inputs).__name__}")
+        if "challenges" not in inputs:
+            raise CircuitError("inputs: missing 'challenges'")
+        chs = _list(inputs["challenges"], self.challenges, "inputs.challenges")
+        if not 0 <= lo < hi <= self.challenges:
+            raise CircuitError(f"PoRep.split: challenges [{lo}, {hi}) are not a range of {self.challenges}")
+        sub = dict(inputs)
+        sub["challenges"] = chs[lo:hi]
+        sub["first_challenge"] = first_challenge(inputs) + lo
+        return sub, {**self.params, "challenges": hi - lo}
 
     # ---- synthesis
     def _tree_root(self, cs: ConstraintSystem, name: str, leaf: Any, siblings: list, bits: Any) -> Any:
