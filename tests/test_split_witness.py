@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -183,6 +184,12 @@ def test_pool_merkle_three_parts(tmp_path, monkeypatch):
             assert np.array_equal(m, witness(c, x, rec.layout))
             assert rec.pce.unsatisfied(m).size == 0
         m[0] = 0  # the shared buffer is the caller's array
+        # witnesses in flight share the processes: one alone in 3 parts, two at once whole (1 part each)
+        assert [pool.parts_for(k) for k in (1, 2, 3, 4)] == [3, 1, 1, 1]
+        with ThreadPoolExecutor(2) as ex:
+            got = list(ex.map(pool.witness, xs))
+        for x, m in zip(xs, got):
+            assert np.array_equal(m, witness(c, x, rec.layout))
     finally:
         pool.close()
 

@@ -2,7 +2,8 @@
 
 ``cs.py`` (the interface and its recording, witness-only and test implementations), ``lc.py`` (batches
 of variables, linear combinations, field-element arrays), ``circuit.py`` (the Circuit base class, specs
-``package.module:ClassName``, recordings cached on disk), ``gadgets/`` (booleans and bits, numbers,
+``package.module:ClassName``, recordings cached on disk, witness worker processes), ``split.py`` (one
+witness computed in parts over a batched circuit's units), ``gadgets/`` (booleans and bits, numbers,
 32-bit words, SHA-256, Poseidon, Merkle paths).
 """
 

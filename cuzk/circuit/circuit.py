@@ -336,9 +336,10 @@ class WitnessPool:
     per wire: ~0.3 s for 2^24 wires). :meth:`witness` does the same unless the circuit splits
     (:meth:`Circuit.split_units`, :mod:`cuzk.circuit.split`) and there are two workers or more: then one
     witness is computed in parts, a range of units per worker, each writing its part straight into one
-    shared buffer (no copy back), so one partition uses every worker. A circuit whose allocations turn
-    out not to split (:class:`~cuzk.circuit.split.SplitError`) is logged once and computed whole from then
-    on. :meth:`check` runs the circuit's input checks (``parse_inputs``; PoRep's native opening checks)
+    shared buffer (no copy back), so one partition uses every worker; several witnesses in flight share
+    the workers (:meth:`parts_for`: each part repeats the circuit's fixed per-call cost, so a loaded pool
+    computes witnesses whole). A circuit whose allocations turn out not to split
+    (:class:`~cuzk.circuit.split.SplitError`) is logged once and computed whole from then on. :meth:`check` runs the circuit's input checks (``parse_inputs``; PoRep's native opening checks)
     in parts the same way.
     """
 
@@ -359,6 +360,7 @@ class WitnessPool:
         self._layout: Layout | None = None
         self._lock = threading.Lock()
         self.split_refused: str | None = None  # why this circuit's witnesses are computed whole
+        self._in_flight = 0  # witness() calls in progress
 
     def submit(self, inputs: Any) -> Any:
         """A future of the witness of one proof's JSON inputs (computed whole, in one worker)."""
@@ -376,11 +378,19 @@ class WitnessPool:
         """Whether :meth:`witness` and :meth:`check` work in parts."""
         return self.processes > 1 and self.split_refused is None and self._parent()[0].split_units() > 1
 
-    def _parts(self, inputs: Any) -> list[tuple[int, int, Any, dict[str, Any]]]:
+    def _parts(self, inputs: Any, parts: int = 0) -> list[tuple[int, int, Any, dict[str, Any]]]:
         from .split import split_ranges
 
         circuit = self._parent()[0]
-        return [(lo, hi, *circuit.split(inputs, lo, hi)) for lo, hi in split_ranges(circuit.split_units(), self.processes)]
+        ranges = split_ranges(circuit.split_units(), parts or self.processes)
+        return [(lo, hi, *circuit.split(inputs, lo, hi)) for lo, hi in ranges]
+
+    def parts_for(self, in_flight: int) -> int:
+        """Parts per witness while ``in_flight`` witnesses (this one included) are being computed: the
+        processes shared among them. Each part repeats the circuit's fixed per-call Python cost (every
+        gadget call is made once per part, whatever its size), so one witness alone takes every process
+        (latency) and many at once are computed whole, one per process (no repeated cost: throughput)."""
+        return max(1, self.processes // max(1, in_flight))
 
     @staticmethod
     def _gather(futures: list[Any]) -> list[Any]:
@@ -390,32 +400,42 @@ class WitnessPool:
         wait(futures)
         return [f.result() for f in futures]
 
-    def split_witness(self, inputs: Any) -> np.ndarray:
-        """The witness computed in parts by the workers (SplitError if the circuit does not split)."""
+    def split_witness(self, inputs: Any, parts: int = 0) -> np.ndarray:
+        """The witness computed in ``parts`` parts (default: one per process) by the workers (SplitError
+        if the circuit does not split)."""
         from .split import SharedWitness, SplitError, same_globals
 
         circuit, layout = self._parent()
-        if self.processes < 2 or circuit.split_units() < 2:
-            raise SplitError(
-                f"{type(circuit).__name__}: {circuit.split_units()} units over {self.processes} processes: nothing to split"
-            )
-        parts = self._parts(inputs)
+        parts = min(parts or self.processes, circuit.split_units())
+        if parts < 2:
+            raise SplitError(f"{type(circuit).__name__}: {circuit.split_units()} units in {parts} part: nothing to split")
         with SharedWitness(layout.n_wires) as buf:
-            futures = [self._pool.submit(_worker_part, si, sp, lo, hi, buf.ref, lo == 0) for lo, hi, si, sp in parts]
+            futures = [
+                self._pool.submit(_worker_part, si, sp, lo, hi, buf.ref, lo == 0) for lo, hi, si, sp in self._parts(inputs, parts)
+            ]
             same_globals(self._gather(futures))
             return buf.array()
 
     def witness(self, inputs: Any) -> np.ndarray:
-        if self.splits():
-            from .split import SplitError
+        """One witness: in parts when the circuit splits (as many as :meth:`parts_for` gives while other
+        witnesses are in flight), else whole in one worker."""
+        with self._lock:
+            self._in_flight += 1
+            parts = self.parts_for(self._in_flight)
+        try:
+            if parts >= 2 and self.splits():
+                from .split import SplitError
 
-            try:
-                return self.split_witness(inputs)
-            except (SplitError, OSError) as e:  # the circuit does not split (or no shared buffer): whole from now on
-                self.split_refused = f"{type(e).__name__}: {e}"
-                log.warning("event=split_witness_refused circuit=%s reason=%s", self.spec.target, self.split_refused)
-        w: np.ndarray = self.submit(inputs).result()
-        return w
+                try:
+                    return self.split_witness(inputs, parts)
+                except (SplitError, OSError) as e:  # the circuit does not split (or no shared buffer): whole from now on
+                    self.split_refused = f"{type(e).__name__}: {e}"
+                    log.warning("event=split_witness_refused circuit=%s reason=%s", self.spec.target, self.split_refused)
+            w: np.ndarray = self.submit(inputs).result()
+            return w
+        finally:
+            with self._lock:
+                self._in_flight -= 1
 
     def check(self, inputs: Any) -> None:
         """The circuit's ``parse_inputs`` of the inputs (CircuitError if it refuses them): in parts in the
