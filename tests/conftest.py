@@ -138,3 +138,67 @@ def dev_circuit(tmp_path_factory):
             return made[c.name]
 
     return get
+
+
+# ---------------------------------------------------------------------------------------------
+# a real PostgreSQL (issue 23: the cluster journal), see tests/pg.py
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """The session's PostgreSQL (:class:`pg.PgServer`), started on first use; skipped where none can run."""
+    import pg
+
+    why = pg.why_unavailable()
+    if why:
+        pytest.skip(why)
+    srv = pg.PgServer()
+    try:
+        srv.start()
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """The URL of a fresh, empty database of the session's PostgreSQL (dropped after the test)."""
+    url = pg_server.create_db()
+    yield url
+    pg_server.drop_db(url)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request, tmp_path):
+    """``store()`` opens a journal of the parametrized kind (the same one each call: reopen = restart), its
+    schema made (``cuzk journal migrate`` for PostgreSQL); ``store.kind``, ``store.url`` ("" for SQLite)."""
+    from cuzk.engine.journal import SqliteJournal
+
+    kind = request.param
+    url = ""
+    if kind == "postgres":
+        from cuzk.engine.journal.postgres import migrate
+
+        url = request.getfixturevalue("pg_url")
+        migrate(url)
+    opened = []
+
+    def open_store(**kw):
+        if kind == "sqlite":
+            j = SqliteJournal(tmp_path / "journal.sqlite", **kw)
+        else:
+            from cuzk.engine.journal.postgres import PostgresJournal
+
+            j = PostgresJournal(url, spill_dir=tmp_path / "journal.payloads", **kw)
+        opened.append(j)
+        return j
+
+    open_store.kind = kind
+    open_store.url = url
+    open_store.path = tmp_path
+    yield open_store
+    for j in opened:
+        try:
+            j.close()
+        except Exception:
+            pass

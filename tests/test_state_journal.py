@@ -1,6 +1,7 @@
 """Issue 19, items 4 and 5: one daemon per state folder, private state, witnesses gone from the journal
 once their job finished, a damaged journal refused (and kept) with `cuzk journal check|salvage`, the
-attempt limit (quarantine) and the queue's byte limit."""
+attempt limit (quarantine) and the queue's byte limit. The recovery tests run on both journal stores
+(SQLite, PostgreSQL: issue 23); the others test SQLite's own file."""
 
 from __future__ import annotations
 
@@ -174,10 +175,31 @@ def test_garbage_file_refused(state, dev):
     Engine(load_config(str(cfg))).start().shutdown(10)  # the refused start released the lock
 
 
-def test_job_over_attempt_limit_quarantined(dev, state):
-    cfg = write_config(state, dev, "[journal]\nmax_attempts = 2\n")
+@pytest.fixture(params=["sqlite", "postgres"])
+def kind(request):
+    """The journal store a test's daemon uses: (kind, the [journal] url line: "" for SQLite)."""
+    if request.param == "sqlite":
+        return "sqlite", ""
+    from cuzk.engine.journal.postgres import migrate
+
+    url = request.getfixturevalue("pg_url")
+    migrate(url)
+    return "postgres", f'url = "{url}"\n'
+
+
+def open_store(kind, state: Path):
+    """The journal the daemon of ``write_config(state, ...)`` with ``kind``'s url opens."""
+    if kind[0] == "sqlite":
+        return Journal(state / "journal.sqlite")
+    from cuzk.engine.journal.postgres import PostgresJournal
+
+    return PostgresJournal(kind[1].split('"')[1], state / "journal.payloads")
+
+
+def test_job_over_attempt_limit_quarantined(dev, state, kind):
+    cfg = write_config(state, dev, "[journal]\nmax_attempts = 2\n" + kind[1])
     state.mkdir(exist_ok=True)
-    j = Journal(state / "journal.sqlite")
+    j = open_store(kind, state)
     jid, ok = uuid.uuid4().hex, uuid.uuid4().hex
     j.insert_job(jid, None, "h", "h8", 2, [("wtns", dev.witness(5))], 1.0)
     j.insert_job(ok, None, "h", "h8", 2, [("wtns", dev.witness(6))], 2.0)
@@ -206,11 +228,11 @@ def test_queue_bytes_limit(dev, state):
         e.shutdown(10)
 
 
-def test_recovery_parses_payloads_within_a_budget(dev, state):
+def test_recovery_parses_payloads_within_a_budget(dev, state, kind):
     w = dev.witness(1)
-    cfg = write_config(state, dev, f"[scheduler]\nmax_queue_bytes = {len(w)}\n")
+    cfg = write_config(state, dev, f"[scheduler]\nmax_queue_bytes = {len(w)}\n[journal]\n{kind[1]}")
     state.mkdir(exist_ok=True)
-    j = Journal(state / "journal.sqlite")
+    j = open_store(kind, state)
     ids = [uuid.uuid4().hex for _ in range(3)]
     for i, jid in enumerate(ids):
         j.insert_job(jid, None, "h", "h8", 2, [("wtns", dev.witness(10 + i))], 1.0 + i)

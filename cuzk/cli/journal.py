@@ -1,5 +1,7 @@
 """``cuzk journal check|salvage STATE_DIR``: look at a daemon's journal without the daemon, and copy what is
-readable of a damaged one into a fresh journal.
+readable of a damaged one into a fresh journal. ``cuzk journal migrate --url URL`` creates or upgrades a
+PostgreSQL journal's schema (``journal.url``, issue 23); ``cuzk journal migrate STATE_DIR`` brings a SQLite
+journal up to date (as a daemon's start does).
 
 Both work on a copy of the journal file (and its WAL) in a temporary folder, so the damaged file is never
 written to: ``check`` only reports; ``salvage`` (the daemon stopped: it takes the state folder's lock)
@@ -133,8 +135,40 @@ def cmd_salvage(a) -> int:
     return 0
 
 
+def cmd_migrate(a) -> int:
+    if bool(a.url) == bool(a.state_dir):
+        raise CuzkError("cuzk journal migrate: give either --url postgresql://... or a STATE_DIR (a SQLite journal)")
+    if a.url:
+        from ..engine.config import check_journal_url
+        from ..engine.journal.postgres import SCHEMA_VERSION, migrate, redact
+
+        check_journal_url(a.url, "--url")
+        before, after = migrate(a.url)
+        if before == after:
+            print(f"{redact(a.url)}: schema version {after} is current ({SCHEMA_VERSION}); nothing to do")
+        else:
+            print(f"{redact(a.url)}: schema version {before} -> {after}")
+        return 0
+    from ..engine.engine import lock_state_dir
+    from ..engine.journal import SqliteJournal
+
+    d = Path(os.path.expanduser(a.state_dir))
+    p = Path(os.path.expanduser(a.journal)) if a.journal else d / "journal.sqlite"
+    if not p.is_file():
+        raise CuzkError(f"{p}: no journal there (give the daemon's state folder, or --journal PATH)")
+    fd = lock_state_dir(d)  # no daemon runs on it meanwhile
+    try:
+        SqliteJournal(p).close()  # opening a SQLite journal adds what it lacks
+    finally:
+        os.close(fd)
+    print(f"{p}: up to date")
+    return 0
+
+
 def add_parsers(sub) -> None:
-    s = sub.add_parser("journal", help="check a daemon's journal, or salvage a damaged one (the daemon stopped)")
+    s = sub.add_parser(
+        "journal", help="check a daemon's journal, salvage a damaged one (the daemon stopped), or migrate its schema"
+    )
     jsub = s.add_subparsers(dest="journal_verb", required=True)
     for name, fn, doc in (
         ("check", cmd_check, "report whether the journal is sound (reads a copy; exit 1 if damaged)"),
@@ -148,3 +182,11 @@ def add_parsers(sub) -> None:
         j.add_argument("state_dir", metavar="STATE_DIR", help="the daemon's state folder")
         j.add_argument("--journal", default="", help="the journal file when journal.path names another place")
         j.set_defaults(fn=fn)
+    m = jsub.add_parser(
+        "migrate",
+        help="create or upgrade a PostgreSQL journal's schema (--url postgresql://...), or a SQLite journal (STATE_DIR)",
+    )
+    m.add_argument("state_dir", metavar="STATE_DIR", nargs="?", default="", help="a daemon's state folder (SQLite journal)")
+    m.add_argument("--url", default="", help="the PostgreSQL journal (journal.url): postgresql://...")
+    m.add_argument("--journal", default="", help="the SQLite journal file when journal.path names another place")
+    m.set_defaults(fn=cmd_migrate)

@@ -251,6 +251,14 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
         "SHA-256; RegisterCircuitStream carries uploads larger than daemon.max_message_bytes); 0 = uploads refused",
     ),
     ("journal", "path", "", "str", "SQLite journal (WAL) of accepted jobs and results; default <state_dir>/journal.sqlite"),
+    (
+        "journal",
+        "url",
+        "",
+        "str",
+        'PostgreSQL journal shared by a cluster of daemons: "postgresql://[user[:password]@][host][:port]/dbname[?options]" '
+        '(schema made by `cuzk journal migrate --url URL`); "" = the SQLite journal (journal.path)',
+    ),
     ("journal", "retention", "24h", "duration", "finished results stay retrievable by job id for this long"),
     ("journal", "synchronous", "full", "str", 'SQLite synchronous mode: "full" (fsync per commit) or "normal"'),
     (
@@ -567,6 +575,33 @@ class Config:
         return Path(os.path.expanduser(self.srs.param_cache)) if self.srs.param_cache else self.state_dir / "srs"
 
 
+def check_journal_url(url: str, where: str) -> None:
+    """A ``journal.url`` ("" or a PostgreSQL URL); ConfigError (one line, no password) if it is neither."""
+    if not url:
+        return
+    from urllib.parse import urlsplit
+
+    want = 'expected "postgresql://[user[:password]@][host][:port]/dbname[?options]" ("" = the SQLite journal)'
+    try:
+        p = urlsplit(url)
+        p.port  # noqa: B018 (raises ValueError on a malformed port)
+    except ValueError:
+        raise ConfigError(f"{where}: {want}: the URL does not parse") from None
+    if p.scheme not in ("postgresql", "postgres"):
+        raise ConfigError(f"{where}: {want}, got a URL of scheme {p.scheme or '(none)'!r}")
+    if not p.path.strip("/") and "dbname=" not in p.query:
+        raise ConfigError(f"{where}: {want}: the URL names no database")
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return
+    try:
+        conninfo_to_dict(url)
+    except Exception as e:
+        first = (str(e).strip().splitlines() or ["malformed"])[0]
+        raise ConfigError(f"{where}: {want}: {first}") from None
+
+
 def load_config(
     path: str | os.PathLike[str] | None = None, overrides: dict[str, Any] | None = None, text: str | None = None
 ) -> Config:
@@ -652,6 +687,7 @@ def load_config(
         raise ConfigError(f'{where}: logging.format: expected "kv" or "json", got {fmt!r}')
     if sections["journal"]["synchronous"] not in ("full", "normal"):
         raise ConfigError(f'{where}: journal.synchronous: expected "full" or "normal"')
+    check_journal_url(sections["journal"]["url"], f"{where}: journal.url")
     if sections["synthesis"]["check_constraints"] not in ("auto", "always", "on_failure"):
         raise ConfigError(f'{where}: synthesis.check_constraints: expected "auto", "always" or "on_failure"')
     if sections["gpus"]["backend"] not in ("auto", "cpu", "gpu"):

@@ -61,7 +61,7 @@ from .errors import (
 from .executor import Executor, open_backend
 from .job import Job, JobRecord, JobState, Part, PartStage
 from .jobtable import JobTable
-from .journal import Journal
+from .journal import JournalStore, open_journal
 from .metrics import Metrics
 from .pipeline import Pipeline
 from .registry import PATH_KEYS, Circuit, FileHasher, PermissionDenied, check_registration, same_spec, sha256_file
@@ -130,7 +130,7 @@ class Engine:
             cfg.srs_cache_dir, self.backend, self.executor.hot_budgets(), cfg.srs.warm_budget or mem // 2, self.metrics
         )
         try:
-            self.journal = Journal(cfg.journal_path, cfg.journal.synchronous)
+            self.journal: JournalStore = open_journal(cfg)
         except BaseException:
             self._release_lock()
             raise

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from .errors import AlreadyExists, EngineError, NotFound, Unavailable
 from .job import FINAL_STATES, Job, JobRecord, JobState, PartStage
-from .journal import Journal
+from .journal import JournalStore
 from .metrics import Metrics
 from .scheduler import Scheduler
 from .timeline import Timeline
@@ -29,7 +29,7 @@ RECENT_RECORDS = 2000  # finished jobs' records kept in memory (older ones are r
 
 
 class JobTable:
-    def __init__(self, journal: Journal, scheduler: Scheduler, metrics: Metrics, timeline: Timeline, backend: str) -> None:
+    def __init__(self, journal: JournalStore, scheduler: Scheduler, metrics: Metrics, timeline: Timeline, backend: str) -> None:
         self.lock = threading.RLock()
         self.journal = journal
         self.scheduler = scheduler

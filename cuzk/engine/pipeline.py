@@ -41,7 +41,7 @@ from .config import Config
 from .executor import Executor, ProvingDevice, Worker
 from .job import Job, JobState, PartitionResult, PartStage
 from .jobtable import JobTable
-from .journal import Journal
+from .journal import JournalStore
 from .metrics import Metrics
 from .scheduler import ProverQueue, Scheduler, WorkItem
 from .srs import SrsManager
@@ -72,7 +72,7 @@ class Pipeline:
         prover_queue: ProverQueue,
         executor: Executor,
         srs: SrsManager,
-        journal: Journal,
+        journal: JournalStore,
         metrics: Metrics,
         timeline: Timeline,
         stopped: threading.Event,

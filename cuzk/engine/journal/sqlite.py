@@ -1,9 +1,11 @@
-"""Durable job journal: SQLite in WAL mode, in the daemon's state folder.
+"""Durable job journal: SQLite in WAL mode, in the daemon's state folder (the one-host store of
+:class:`~.base.JournalStore`; :mod:`.postgres` is the cluster's).
 
 Tables
   jobs      one row per accepted job: ids, circuit, priority, state (queued, running, completed, failed,
             cancelled), times, attempts, and when finished the result (JSON: proofs, public signals,
-            timings) or the error.
+            timings) or the error; a claimed job also its claim (claim_token: the fencing token,
+            claim_host, lease_until, lease_s; :meth:`.base.JournalStore.claim`).
   payloads  the request's partition inputs (witness bytes or inputs JSON), written in the same
             transaction as the job row (so a restart can re-run it) and deleted as soon as the job
             finished (by the housekeeping thread, off the critical path; ``secure_delete`` zeroes the
@@ -32,16 +34,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import CuzkError
+from .base import FINAL, Claim, JournalDamaged, JournalStore, Row, lost_error
 
 T = TypeVar("T")
-Row = dict[str, Any]  # a jobs row by column name
-
-FINAL = ("completed", "failed", "cancelled")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -59,10 +58,15 @@ CREATE TABLE IF NOT EXISTS jobs (
     attempts INTEGER NOT NULL DEFAULT 0,
     error TEXT,
     result TEXT,
-    version TEXT
+    version TEXT,
+    claim_token INTEGER NOT NULL DEFAULT 0,
+    claim_host TEXT,
+    lease_until REAL,
+    lease_s REAL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_request ON jobs(request_id) WHERE request_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE INDEX IF NOT EXISTS jobs_queue ON jobs(priority DESC, seq) WHERE state = 'queued';
 CREATE TABLE IF NOT EXISTS payloads (
     job_id TEXT NOT NULL,
     part INTEGER NOT NULL,
@@ -116,10 +120,6 @@ EXPECTED = {
 }  # fmt: skip
 
 
-class JournalDamaged(CuzkError):
-    """The journal file is not a sound journal of this daemon; it was left as it is."""
-
-
 def check_db(db: sqlite3.Connection) -> list[str]:
     """Problems of an open journal (empty: sound): SQLite's quick_check (every page readable, b-trees
     well formed) and the schema. Reads only."""
@@ -149,9 +149,20 @@ def private_file(path: Path) -> None:
         os.close(fd)
 
 
-class Journal:
-    def __init__(self, path: str | Path, synchronous: str = "full") -> None:
+# columns added to jobs since the first journals (added at open, with their definition)
+_ADDED_JOB_COLUMNS = {
+    "version": "TEXT",  # jobs pinned to circuit versions
+    "claim_token": "INTEGER NOT NULL DEFAULT 0",  # claims (issue 23)
+    "claim_host": "TEXT",
+    "lease_until": "REAL",
+    "lease_s": "REAL",
+}
+
+
+class SqliteJournal(JournalStore):
+    def __init__(self, path: str | Path, synchronous: str = "full", max_attempts: int = 3) -> None:
         self.path = Path(path)
+        self.max_attempts = max_attempts
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         if not fresh:  # SQLite gives the WAL and SHM files the database file's mode
@@ -178,16 +189,21 @@ class Journal:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
             self._db.execute("PRAGMA foreign_keys=OFF")
+            cols = {r[1] for r in self._db.execute("PRAGMA table_info(jobs)").fetchall()}
+            for c, decl in _ADDED_JOB_COLUMNS.items():
+                if cols and c not in cols:  # a journal written before the column existed
+                    self._db.execute(f"ALTER TABLE jobs ADD COLUMN {c} {decl}")
             self._db.executescript(_SCHEMA)
             cols = {r[1] for r in self._db.execute("PRAGMA table_info(payloads)").fetchall()}
             if "file" not in cols:  # a journal written before payload files existed
                 self._db.execute("ALTER TABLE payloads ADD COLUMN file TEXT")
-            cols = {r[1] for r in self._db.execute("PRAGMA table_info(jobs)").fetchall()}
-            if "version" not in cols:  # a journal written before jobs were pinned to circuit versions
-                self._db.execute("ALTER TABLE jobs ADD COLUMN version TEXT")
         # payloads above SPILL_BYTES live in files beside the journal (SQLite refuses values over 1 GB,
         # and a 130M-constraint witness is 4.2 GB); the row keeps their kind and file name
         self.spill_dir = self.path.parent / (self.path.name + ".payloads")
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
 
     def close(self) -> None:
         with self._lock:
@@ -241,38 +257,6 @@ class Journal:
             self._unlink([f for f in files if f])
             raise
 
-    SPILL_BYTES = 64 << 20
-
-    def _spill(self, job_id: str, payloads: list[tuple[str, bytes]]) -> list[str | None]:
-        out: list[str | None] = []
-        for i, (_k, d) in enumerate(payloads):
-            if len(d) <= self.SPILL_BYTES:
-                out.append(None)
-                continue
-            self.spill_dir.mkdir(mode=0o700, exist_ok=True)
-            name = f"{job_id}.{i}"
-            tmp = self.spill_dir / (name + ".tmp")
-            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
-                fh.write(d)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.spill_dir / name)
-            out.append(name)
-        if any(out):
-            fd = os.open(self.spill_dir, os.O_RDONLY)
-            try:
-                os.fsync(fd)  # the names, durable before the row that points at them
-            finally:
-                os.close(fd)
-        return out
-
-    def _unlink(self, names: list[str]) -> None:
-        for n in names:
-            try:
-                os.unlink(self.spill_dir / n)
-            except FileNotFoundError:
-                pass
-
     def by_request(self, request_id: str) -> Row | None:
         with self._lock:
             cur = self._db.execute("SELECT * FROM jobs WHERE request_id = ?", (request_id,))
@@ -287,16 +271,7 @@ class Journal:
         """A job's partition inputs; a payload file that is missing or unreadable raises CuzkError."""
         with self._lock:
             rows = self._db.execute("SELECT kind, data, file FROM payloads WHERE job_id = ? ORDER BY part", (job_id,)).fetchall()
-        out = []
-        for k, d, f in rows:
-            data = bytes(d)
-            if f:
-                try:
-                    data = (self.spill_dir / f).read_bytes()
-                except OSError as e:
-                    raise CuzkError(f"payload file {self.spill_dir / f}: {e.strerror}") from None
-            out.append((k, data))
-        return out
+        return self._read_payloads(rows)
 
     def mark_started(self, job_id: str, at: float) -> None:
         def fn(db: sqlite3.Connection) -> None:
@@ -309,17 +284,32 @@ class Journal:
 
         self._tx(fn)
 
-    def finish(self, job_id: str, state: str, at: float, result: str | None = None, error: str | None = None) -> bool:
+    def finish(
+        self,
+        job_id: str,
+        state: str,
+        at: float,
+        result: str | None = None,
+        error: str | None = None,
+        token: int | None = None,
+    ) -> bool:
         """Record the final state once, with the job's record (``JobRecord.to_json``); False if the job had
-        already finished (nothing written)."""
+        already finished, or ``token`` is not its current claim (nothing written)."""
         assert state in FINAL
 
         def fn(db: sqlite3.Connection) -> bool:
-            cur = db.execute(
-                "UPDATE jobs SET state=?, finished_at=?, result=?, error=? WHERE job_id=? AND state NOT IN "
-                "('completed','failed','cancelled')",
-                (state, at, result, error, job_id),
-            )
+            if token is None:
+                cur = db.execute(
+                    "UPDATE jobs SET state=?, finished_at=?, result=?, error=?, lease_until=NULL WHERE job_id=? AND "
+                    "state NOT IN ('completed','failed','cancelled')",
+                    (state, at, result, error, job_id),
+                )
+            else:  # fenced: only the claim that holds the job now
+                cur = db.execute(
+                    "UPDATE jobs SET state=?, finished_at=?, result=?, error=?, lease_until=NULL WHERE job_id=? AND "
+                    "state='running' AND claim_token=?",
+                    (state, at, result, error, job_id, token),
+                )
             if cur.rowcount == 0:
                 return False
             # the payload is deleted later by purge_payloads (off the result's critical path: deleting a
@@ -403,9 +393,103 @@ class Journal:
             except sqlite3.Error:
                 pass
 
-    def quarantine(self, job_id: str, error: str) -> None:
-        """FAIL a job the daemon died in too often (at recovery, before it is queued)."""
-        self.finish(job_id, "failed", time.time(), error=error)
+    # -- claims (issue 23) ------------------------------------------------------------------------
+    def claim(
+        self, host: str, circuit_ids: Sequence[str] | None, limit: int, lease_s: float, now: float | None = None
+    ) -> list[Claim]:
+        if limit <= 0 or (circuit_ids is not None and not circuit_ids):
+            return []
+        at = time.time() if now is None else now
+
+        def fn(db: sqlite3.Connection) -> list[Claim]:
+            # one writer at a time (BEGIN IMMEDIATE): the select and the update are one step, as FOR UPDATE
+            # SKIP LOCKED makes them on PostgreSQL
+            where, args = "state='queued'", []
+            if circuit_ids is not None:
+                where += f" AND circuit_id IN ({','.join('?' * len(circuit_ids))})"
+                args = list(circuit_ids)
+            rows = db.execute(
+                "SELECT job_id, claim_token, circuit_id, priority, n_partitions, version, submitted_at, attempts FROM jobs "
+                f"WHERE {where} ORDER BY priority DESC, seq LIMIT ?",
+                (*args, limit),
+            ).fetchall()
+            out = []
+            for jid, tok, cid, prio, n, ver, sub, att in rows:
+                db.execute(
+                    "UPDATE jobs SET state='running', claim_token=?, claim_host=?, lease_until=?, lease_s=?, "
+                    "started_at=COALESCE(started_at, ?) WHERE job_id=?",
+                    (tok + 1, host, at + lease_s, lease_s, at, jid),
+                )
+                db.execute("INSERT INTO events (job_id, event, at, detail) VALUES (?, 'claimed', ?, ?)", (jid, at, host))
+                out.append(Claim(jid, tok + 1, cid, prio, n, ver, sub, att, at + lease_s))
+            return out
+
+        return self._tx(fn)
+
+    def heartbeat(self, host: str, tokens: Mapping[str, int], now: float | None = None) -> set[str]:
+        at = time.time() if now is None else now
+
+        def fn(db: sqlite3.Connection) -> set[str]:
+            kept = set()
+            for jid, tok in tokens.items():
+                cur = db.execute(
+                    "UPDATE jobs SET lease_until = ? + lease_s WHERE job_id=? AND claim_token=? AND claim_host=? "
+                    "AND state='running' AND lease_until IS NOT NULL",
+                    (at, jid, tok, host),
+                )
+                if cur.rowcount:
+                    kept.add(jid)
+            return kept
+
+        return self._tx(fn) if tokens else set()
+
+    def expire_leases(self, now: float | None = None, max_attempts: int | None = None) -> list[tuple[str, str]]:
+        at = time.time() if now is None else now
+        limit = self.max_attempts if max_attempts is None else max_attempts
+
+        def fn(db: sqlite3.Connection) -> list[tuple[str, str]]:
+            rows = db.execute(
+                "SELECT job_id, attempts, claim_host FROM jobs WHERE state='running' AND lease_until IS NOT NULL "
+                "AND lease_until < ? ORDER BY seq",
+                (at,),
+            ).fetchall()
+            out = []
+            for jid, att, host in rows:
+                n = att + 1
+                if n >= limit:
+                    err = lost_error(n, host)
+                    db.execute(
+                        "UPDATE jobs SET state='failed', attempts=?, finished_at=?, error=?, lease_until=NULL WHERE job_id=?",
+                        (n, at, err, jid),
+                    )
+                    db.execute("INSERT INTO events (job_id, event, at, detail) VALUES (?, 'failed', ?, ?)", (jid, at, err))
+                    out.append((jid, "failed"))
+                else:
+                    db.execute(
+                        "UPDATE jobs SET state='queued', attempts=?, claim_host=NULL, lease_until=NULL WHERE job_id=?",
+                        (n, jid),
+                    )
+                    db.execute(
+                        "INSERT INTO events (job_id, event, at, detail) VALUES (?, 'expired', ?, ?)", (jid, at, f"host {host}")
+                    )
+                    out.append((jid, "queued"))
+            return out
+
+        return self._tx(fn)
+
+    def release(self, host: str, job_id: str, token: int) -> bool:
+        def fn(db: sqlite3.Connection) -> bool:
+            cur = db.execute(
+                "UPDATE jobs SET state='queued', claim_host=NULL, lease_until=NULL WHERE job_id=? AND claim_token=? "
+                "AND claim_host=? AND state='running'",
+                (job_id, token, host),
+            )
+            if not cur.rowcount:
+                return False
+            db.execute("INSERT INTO events (job_id, event, at, detail) VALUES (?, 'released', ?, ?)", (job_id, time.time(), host))
+            return True
+
+        return self._tx(fn)
 
     # -- circuits ---------------------------------------------------------------------------------
     def save_circuit(self, cid: str, spec: dict[str, Any]) -> None:
@@ -481,3 +565,6 @@ def _row(cur: sqlite3.Cursor) -> Row | None:
     if r is None:
         return None
     return dict(zip([c[0] for c in cur.description], r))
+
+
+Journal = SqliteJournal  # the name every caller used before there were two stores
