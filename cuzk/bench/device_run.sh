@@ -92,5 +92,5 @@ if has prove; then
 fi
 if has porep; then
   timeout "${POREP_TIMEOUT:-560}" python3 -m cuzk.bench.porep_e2e --in-process --backend gpu --sector-size 8MiB \
-    --challenges "${POREP_CHALLENGES:-68}" --reps "${POREP_REPS:-2}" --json "$OUT/porep_e2e.json" 2>&1 | tee "$OUT/porep_e2e.txt" | tail -12
+    --challenges "${POREP_CHALLENGES:-68}" --reps "${POREP_REPS:-2}" --witness-processes "${POREP_WP:-0}" --json "$OUT/porep_e2e.json" 2>&1 | tee "$OUT/porep_e2e.txt" | tail -12
 fi
