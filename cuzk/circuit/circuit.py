@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import CuzkError, __version__, curves
 from ..curves import Curve
-from ..r1cs.pce import CSR, PCE
+from ..r1cs.pce import PCE, IndexedCSR
 from .cs import ConstraintSystem, Layout, RecordingCS, TestCS, WitnessCS
 
 log = logging.getLogger("cuzk.circuit")
@@ -173,9 +173,17 @@ def _sources(circuit: Circuit) -> list[str]:
     return sorted(str(f) for f in files)
 
 
+# the on-disk form of a recording, part of its key (and of its meta, checked on load): 2 = a coefficient
+# index per non-zero and one table of coefficients (1, before: 32-byte values per non-zero)
+RECORDING_FORMAT = 2
+
+
 def recording_key(circuit: Circuit) -> str:
     h = hashlib.sha256()
-    h.update(f"{type(circuit).__module__}:{type(circuit).__qualname__}\0{circuit.curve}\0{__version__}\0".encode())
+    h.update(
+        f"{type(circuit).__module__}:{type(circuit).__qualname__}\0{circuit.curve}\0{__version__}\0"
+        f"format {RECORDING_FORMAT}\0".encode()
+    )
     h.update(json.dumps(circuit.params, sort_keys=True, default=str).encode() + b"\0")
     for f in _sources(circuit):
         h.update(f.encode() + b"\0")
@@ -217,8 +225,16 @@ def _save(path: Path, rec: Recording) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {}
     for name, m in (("A", rec.pce.A), ("B", rec.pce.B), ("C", rec.pce.C)):
-        arrays[f"{name}_row_ptr"], arrays[f"{name}_cols"], arrays[f"{name}_vals"] = m.row_ptr, m.cols, m.vals
-    meta = {"n_inputs": rec.layout.n_inputs, "n_aux": rec.layout.n_aux, "n_constraints": rec.layout.n_constraints}
+        if not isinstance(m, IndexedCSR) or ("table" in arrays and m.table is not arrays["table"]):
+            raise TypeError("a recording's matrices are IndexedCSRs sharing one coefficient table")
+        arrays[f"{name}_row_ptr"], arrays[f"{name}_cols"], arrays[f"{name}_coef"] = m.row_ptr, m.cols, m.coef
+        arrays["table"] = m.table
+    meta = {
+        "format": RECORDING_FORMAT,
+        "n_inputs": rec.layout.n_inputs,
+        "n_aux": rec.layout.n_aux,
+        "n_constraints": rec.layout.n_constraints,
+    }
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     tmp = path.with_suffix(f".tmp{os.getpid()}.npz")
     np.savez(tmp, **arrays)
@@ -228,8 +244,11 @@ def _save(path: Path, rec: Recording) -> None:
 def _load(path: Path, curve: Curve, key: str) -> Recording:
     with np.load(path) as z:
         meta = json.loads(bytes(z["meta"]).decode())
+        if meta.get("format") != RECORDING_FORMAT:
+            raise ValueError(f"{path}: recording format {meta.get('format')}, expected {RECORDING_FORMAT}")
         layout = Layout(meta["n_inputs"], meta["n_aux"], meta["n_constraints"])
-        mats = [CSR(z[f"{m}_row_ptr"], z[f"{m}_cols"], z[f"{m}_vals"], layout.n_wires, curve.fr) for m in "ABC"]
+        table = z["table"]
+        mats = [IndexedCSR(z[f"{m}_row_ptr"], z[f"{m}_cols"], z[f"{m}_coef"], table, layout.n_wires, curve.fr) for m in "ABC"]
     pce = PCE(*mats, n_wires=layout.n_wires, n_public=layout.n_inputs - 1, field=curve.fr)
     return Recording(pce, layout, key, cached=True)
 

@@ -14,8 +14,9 @@ A circuit (or gadget) calls:
 Implementations:
 
 * :class:`RecordingCS`: constraints without values, recorded as flat parallel arrays per matrix
-  (row, variable code, coefficient index) or, with the ``lc_storage = "dicts"`` switch, as one dict per
-  row; ``finish()`` gives the pre-compiled evaluator (CSR A/B/C over the final wire layout) the prover
+  (row, variable code, coefficient index; sorted and merged block by block) or, with the ``lc_storage =
+  "dicts"`` switch, as one dict per row; ``finish()`` gives the pre-compiled evaluator (CSR A/B/C over the
+  final wire layout, a coefficient index per non-zero: :class:`~cuzk.r1cs.pce.IndexedCSR`) the prover
   runs. The recording of a circuit topology is cached on disk (:mod:`cuzk.circuit.circuit`).
 * :class:`WitnessCS`: values only, no constraint bookkeeping: the per-proof path. Its buffers are
   pre-sized from the recording's layout (``witness_buffer = "presized"``) or grow as they fill.
@@ -39,7 +40,7 @@ import numpy as np
 from .. import CuzkError
 from ..curves import Curve
 from ..field.prime import PrimeField
-from ..r1cs.pce import CSR, PCE
+from ..r1cs.pce import PCE, IndexedCSR
 from .lc import LC, ONE_CODE, FieldArray, Operand, Var, as_lc
 
 SWITCHES = {"lc_storage": ("arrays", "dicts"), "witness_buffer": ("presized", "growing")}
@@ -168,29 +169,59 @@ class ConstraintSystem:
 # recording
 
 
+@dataclass
+class _Block:
+    """Recorded entries of one matrix over rows [r0, r0 + counts.size), sorted and merged: per row its
+    entry count, per entry its variable code and coefficient index, in the final column order."""
+
+    r0: int
+    counts: np.ndarray  # int32 per row
+    codes: np.ndarray  # uint32 per entry: variable codes (inputs 2i, private 2j + 1)
+    coef: np.ndarray  # int32 per entry: index into the recording's coefficient table
+
+
+_CODE_BITS = 32  # variable codes as uint32: fewer than 2^31 variables of each kind
+_KEY_COL_BITS = _CODE_BITS + 1  # the sort key's column part: (kind, index), the final wire order
+
+
 class RecordingCS(ConstraintSystem):
-    """Constraints without values, turned into the prover's CSR matrices by :meth:`finish`."""
+    """Constraints without values, turned into the prover's CSR matrices by :meth:`finish`.
+
+    The matrices hold a coefficient index per non-zero into the table of the recording's distinct
+    coefficients (:class:`~cuzk.r1cs.pce.IndexedCSR`: 6 bytes per non-zero with the column). Terms are
+    kept per enforce call and, every :data:`COMPACT_EVERY` terms or :data:`COMPACT_ENTRIES` entries,
+    compacted into a block that is sorted into row-major final order and merged (the same variable twice
+    in one LC) at once: enforce calls cover disjoint increasing row ranges, so blocks never need a global
+    sort, and :meth:`finish` only concatenates them (8 bytes per non-zero held while recording)."""
+
+    COMPACT_EVERY = 2048
+    COMPACT_ENTRIES = 1 << 22
 
     def __init__(self, curve: Curve, lc_storage: str | None = None):
         super().__init__(curve)
         self.lc_storage = lc_storage or switch("lc_storage")
         self._coef: dict[int, int] = {}  # coefficient (mod r) -> its index
-        # per matrix: chunks of (rows, codes, coefficient index) -- one per LC term of an enforce call --
-        # compacted every COMPACT_EVERY chunks into blocks of (rows, codes, coefficient indices), so that a
-        # 2^24-constraint recording holds a few thousand arrays, not millions; or one dict per row
-        self._chunks: list[list[tuple[np.ndarray, np.ndarray, int]]] = [[], [], []]
-        self._blocks: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[], [], []]
+        self._coefs: list[int] = []  # index -> coefficient
+        # per matrix: chunks of (first row, codes, coefficient index) -- one per LC term of an enforce call --
+        # compacted into sorted blocks, so that a 2^24-constraint recording holds a few thousand arrays, not
+        # millions; or one dict per row (lc_storage = "dicts")
+        self._chunks: list[list[tuple[int, np.ndarray, int]]] = [[], [], []]
+        self._pending = [0, 0, 0]  # entries in _chunks[m]
+        self._blocks: list[list[_Block]] = [[], [], []]
         self._rows: list[list[dict[int, int]]] = [[], [], []]
 
     def _coef_index(self, k: int) -> int:
         k %= self.field.p
         i = self._coef.get(k)
         if i is None:
-            i = self._coef[k] = len(self._coef)
+            i = self._coef[k] = len(self._coefs)
+            self._coefs.append(k)
         return i
 
     def _enforce(self, name: str, a: LC, b: LC, c: LC, shape: tuple[int, ...], rows: int) -> None:
         base = self.n_constraints
+        if rows == 0:
+            return
         for m, lc in enumerate((a, b, c)):
             if self.lc_storage == "dicts":
                 terms = [(k % self.field.p, np.broadcast_to(codes, shape).reshape(-1)) for k, codes in lc.terms]
@@ -201,34 +232,86 @@ class RecordingCS(ConstraintSystem):
                         row[code] = (row.get(code, 0) + k) % self.field.p
                     self._rows[m].append(row)
                 continue
-            row_ids = base + np.arange(rows, dtype=np.int64)
             chunks = self._chunks[m]
             for k, codes in lc.terms:
                 if k % self.field.p == 0:
                     continue
                 flat = codes.reshape(-1) if codes.shape == shape else np.broadcast_to(codes, shape).reshape(-1)
-                chunks.append((row_ids, flat, self._coef_index(k)))
-            if len(chunks) >= self.COMPACT_EVERY:
+                chunks.append((base, flat, self._coef_index(k)))
+                self._pending[m] += rows
+            if len(chunks) >= self.COMPACT_EVERY or self._pending[m] >= self.COMPACT_ENTRIES:
                 self._compact(m)
 
-    COMPACT_EVERY = 2048
-
     def _compact(self, m: int) -> None:
+        """The pending chunks of matrix m (whole enforce calls) as one sorted, merged block."""
         chunks = self._chunks[m]
         if not chunks:
             return
-        lengths = np.array([c[0].size for c in chunks], dtype=np.int64)
-        rows = np.concatenate([c[0] for c in chunks])
+        lengths = np.array([c[1].size for c in chunks], dtype=np.int64)
+        bases = np.array([c[0] for c in chunks], dtype=np.int64)
+        r0 = int(bases[0])
+        r1 = int((bases + lengths).max())
+        offsets = np.cumsum(lengths) - lengths  # where each chunk starts among the entries
+        rows = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(bases - r0 - offsets, lengths)
         codes = np.concatenate([c[1] for c in chunks]).astype(np.int64, copy=False)
         coef = np.repeat(np.array([c[2] for c in chunks], dtype=np.int32), lengths)
-        self._blocks[m].append((rows, codes, coef))
         chunks.clear()
+        self._pending[m] = 0
+        self._blocks[m].append(self._block(r0, r1 - r0, rows, codes, coef))
+
+    def _block(self, r0: int, n_rows: int, rows: np.ndarray, codes: np.ndarray, coef: np.ndarray) -> _Block:
+        """Entries (local row, variable code, coefficient index) of rows [r0, r0 + n_rows) sorted row-major,
+        each row in final column order (inputs, then private variables), duplicates merged."""
+        if codes.size and (int(codes.min()) < 0 or int(codes.max()) >= 1 << _CODE_BITS):
+            raise SynthesisError(f"{self.path()}: more than 2^31 variables of one kind: too large to record")
+        if n_rows >= 1 << (63 - _KEY_COL_BITS):
+            raise SynthesisError(f"{self.path()}: {n_rows} rows in one block: too large to record")
+        # column part of the key: (kind, index) -- the final wire order whatever the number of inputs
+        key = (rows << _KEY_COL_BITS) | ((codes & 1) << _CODE_BITS) | (codes >> 1)
+        del rows, codes
+        order = np.argsort(key, kind="stable")  # runs of increasing rows (one per term): near-linear
+        key = key[order]
+        coef = coef[order]
+        del order
+        if key.size:
+            first = np.empty(key.size, dtype=bool)
+            first[0] = True
+            np.not_equal(key[1:], key[:-1], out=first[1:])
+            starts = np.flatnonzero(first)
+            del first
+            if starts.size != key.size:  # the same variable twice in one LC (x + x): sum the coefficients
+                merged = self._merge(coef, starts)
+                keep = merged >= 0  # coefficients that cancelled are dropped
+                key, coef = key[starts][keep], merged[keep]
+        counts = np.bincount(key >> _KEY_COL_BITS, minlength=n_rows).astype(np.int32)
+        col = key & ((1 << _KEY_COL_BITS) - 1)
+        codes32 = (((col & ((1 << _CODE_BITS) - 1)) << 1) | (col >> _CODE_BITS)).astype(np.uint32)
+        return _Block(r0, counts, codes32, coef.astype(np.int32, copy=False))
+
+    def _merge(self, coef: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Per group of equal keys (beginning at ``starts``), the index of its coefficients' sum (-1: zero).
+        The sums are Python integers, once per distinct combination of indices (few: the same gadget's
+        rows repeat them)."""
+        p = self.field.p
+        sizes = np.diff(np.append(starts, coef.size))
+        merged = coef[starts].copy()
+        for s in np.unique(sizes[sizes > 1]).tolist():
+            g = np.flatnonzero(sizes == s)
+            combos = coef[starts[g][:, None] + np.arange(s)]
+            combos.sort(axis=1)
+            distinct, inverse = np.unique(combos, axis=0, return_inverse=True)
+            sums = [sum(self._coefs[i] for i in row) % p for row in distinct.tolist()]
+            index = np.array([self._coef_index(v) if v else -1 for v in sums], dtype=np.int32)
+            merged[g] = index[inverse.reshape(-1)]
+        return merged
 
     def finish(self) -> PCE:
-        """The recorded constraints as the pre-compiled evaluator (CSR over the final wire layout)."""
+        """The recorded constraints as the pre-compiled evaluator (CSR over the final wire layout, a
+        coefficient index per non-zero)."""
         F = self.field
         n_in, n_rows, n_wires = self.n_inputs, self.n_constraints, self.n_inputs + self.n_aux
-        mats = []
+        if n_wires >= 1 << _CODE_BITS:
+            raise SynthesisError(f"{n_wires} wires: too large to record (column indices are uint32)")
         for m in range(3):
             if self.lc_storage == "dicts":
                 rows_l, codes_l, vals_l = [], [], []
@@ -241,49 +324,36 @@ class RecordingCS(ConstraintSystem):
                 rows = np.array(rows_l, dtype=np.int64)
                 codes = np.array(codes_l, dtype=np.int64)
                 coef = np.array(vals_l, dtype=np.int32)
-            elif self._chunks[m] or self._blocks[m]:
-                self._compact(m)
-                blocks = self._blocks[m]
-                rows = np.concatenate([b[0] for b in blocks])
-                codes = np.concatenate([b[1] for b in blocks])
-                coef = np.concatenate([b[2] for b in blocks])
-                self._blocks[m] = []
+                self._rows[m] = []
+                self._blocks[m] = [self._block(0, n_rows, rows, codes, coef)]
             else:
-                rows, codes, coef = (np.zeros(0, dtype=t) for t in (np.int64, np.int64, np.int32))
-            mats.append(self._csr(rows, wires_of(codes, n_in), coef, n_rows, n_wires))
+                self._compact(m)
+        table = F.from_ints(self._coefs) if self._coefs else np.zeros((0, 4), dtype=np.uint64)
+        index_type = np.uint16 if len(self._coefs) <= 1 << 16 else np.uint32
+        mats = []
+        for m in range(3):
+            blocks = self._blocks[m]
+            nnz = sum(b.codes.size for b in blocks)
+            cols = np.empty(nnz, dtype=np.uint32)
+            coef = np.empty(nnz, dtype=index_type)
+            counts = np.zeros(n_rows, dtype=np.int64)
+            at = 0
+            blocks.reverse()
+            while blocks:  # block by block into the final arrays, each freed once copied
+                b = blocks.pop()
+                n = b.codes.size
+                np.add(b.codes >> 1, (b.codes & 1) * np.uint32(n_in), out=cols[at : at + n])
+                coef[at : at + n] = b.coef
+                counts[b.r0 : b.r0 + b.counts.size] = b.counts
+                at += n
+                del b
+            row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+            np.cumsum(counts, out=row_ptr[1:])
+            mats.append(IndexedCSR(row_ptr, cols, coef, table, n_wires, F))
         self._chunks = [[], [], []]
         self._blocks = [[], [], []]
         self._rows = [[], [], []]
         return PCE(mats[0], mats[1], mats[2], n_wires=n_wires, n_public=n_in - 1, field=F)
-
-    def _csr(self, rows: np.ndarray, cols: np.ndarray, coef: np.ndarray, n_rows: int, n_cols: int) -> CSR:
-        F = self.field
-        table = [0] * len(self._coef)
-        for k, i in self._coef.items():
-            table[i] = k
-        table_mont = F.from_ints(table) if table else F.zeros(0)
-        # one int64 key per entry (row-major); a stable sort puts each row's entries in column order
-        key = rows * np.int64(n_cols) + cols
-        order = np.argsort(key, kind="stable")
-        key, coef = key[order], coef[order]
-        vals = np.take(table_mont, coef, axis=0) if key.size else F.zeros(0)  # take: 2x a fancy index here
-        rows, cols = rows[order], cols[order]
-        if key.size:
-            first = np.empty(key.size, dtype=bool)
-            first[0] = True
-            np.not_equal(key[1:], key[:-1], out=first[1:])
-            starts = np.flatnonzero(first)
-            if starts.size != key.size:  # the same variable twice in one LC (x + x): sum the coefficients
-                sizes = np.diff(np.append(starts, key.size))
-                merged = vals[starts]
-                for j in range(1, int(sizes.max())):
-                    g = np.flatnonzero(sizes > j)
-                    merged[g] = F.add(np.ascontiguousarray(merged[g]), np.ascontiguousarray(vals[starts[g] + j]))
-                keep = merged.any(axis=1)  # coefficients that cancelled
-                rows, cols, vals = rows[starts][keep], cols[starts][keep], merged[keep]
-        row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=n_rows), out=row_ptr[1:])
-        return CSR(row_ptr, cols.astype(np.uint32), np.ascontiguousarray(vals.reshape(-1, 4)), n_cols, F)
 
 
 # ---------------------------------------------------------------------------------------------

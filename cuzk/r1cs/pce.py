@@ -57,6 +57,10 @@ class CSR:
     def memory_bytes(self) -> int:
         return self.row_ptr.nbytes + self.cols.nbytes + self.vals.nbytes
 
+    def dense(self) -> CSR:
+        """This matrix with one Montgomery value per non-zero (itself: it already is)."""
+        return self
+
     @staticmethod
     def from_rows(rows: list[dict[int, int]], n_cols: int, field: PrimeField) -> CSR:
         """Build from per-row {column: canonical coefficient} dicts (small circuits, tests)."""
@@ -69,6 +73,88 @@ class CSR:
                 vals.append(row[c])
             row_ptr[i + 1] = len(cols)
         return CSR(row_ptr, np.array(cols, dtype=np.uint32), field.from_ints(vals), n_cols, field)
+
+
+class IndexedCSR(CSR):
+    """A CSR whose non-zeros are indices (``coef``, uint16 or uint32) into a table of the distinct
+    Montgomery coefficients (``table``, (k, 4) uint64): a Python circuit's recording, whose linear layers
+    repeat a few hundred coefficients over hundreds of millions of non-zeros (2 bytes each instead of 32).
+
+    ``vals`` is computed from the table on every access (nothing is kept), so each reader of a CSR's values
+    works unchanged; :meth:`dense` gives the plain CSR, and :meth:`PCE.qap_matrices` (the proving key's
+    matrices: setup, the GPU upload) always does. :meth:`matvec` and :meth:`column_density` read the
+    indices."""
+
+    def __init__(
+        self, row_ptr: np.ndarray, cols: np.ndarray, coef: np.ndarray, table: np.ndarray, n_cols: int, field: PrimeField | None
+    ):
+        if coef.dtype not in (np.uint16, np.uint32) or coef.shape != cols.shape:
+            raise ValueError(
+                f"IndexedCSR: coefficient indices of dtype {coef.dtype}, shape {coef.shape}: expected uint16/32, {cols.shape}"
+            )
+        if table.ndim != 2 or table.shape[1] != 4 or table.dtype != np.uint64:
+            raise ValueError(f"IndexedCSR: a coefficient table of shape {table.shape}, {table.dtype}: expected (k, 4) uint64")
+        self.row_ptr = row_ptr
+        self.cols = cols
+        self.coef = coef
+        self.table = table
+        self.n_cols = n_cols
+        self.field = field
+
+    @property  # type: ignore[override]
+    def vals(self) -> np.ndarray:
+        """The (nnz, 4) Montgomery values, made now (32 bytes per non-zero)."""
+        if self.coef.size == 0:
+            return np.zeros((0, 4), dtype=np.uint64)
+        return np.take(self.table, self.coef, axis=0)
+
+    @vals.setter
+    def vals(self, v: np.ndarray) -> None:
+        raise AttributeError("IndexedCSR.vals is computed from its table: build a CSR to set values")
+
+    def dense(self) -> CSR:
+        return CSR(self.row_ptr, self.cols, self.vals, self.n_cols, self.field)
+
+    def column_density(self) -> np.ndarray:
+        d = np.zeros(self.n_cols, dtype=np.bool_)
+        if self.nnz:
+            nz = np.any(self.table != 0, axis=1)
+            d[self.cols[nz[self.coef]]] = True
+        return d
+
+    def matvec(self, w: np.ndarray, out: np.ndarray | None = None, field: PrimeField | None = None) -> np.ndarray:
+        field = field or self.field
+        if field is None:
+            raise ValueError("CSR.matvec: the matrix's field is unknown (pass field=)")
+        if w.shape[0] != self.n_cols:
+            raise ValueError(f"witness has {w.shape[0]} entries, matrix has {self.n_cols} columns")
+        out = empty(self.n_rows) if out is None else out
+        unit = np.all(self.table == field.one_mont(), axis=1)  # Montgomery one: the multiply is skipped
+        table = self.table if self.table.shape[0] else np.zeros((1, 4), dtype=np.uint64)
+        _k_spmv_indexed(self.row_ptr, self.cols, self.coef, table, unit if unit.size else np.zeros(1, np.bool_), w, out, field.m)
+        return out
+
+    def memory_bytes(self) -> int:
+        return self.row_ptr.nbytes + self.cols.nbytes + self.coef.nbytes + self.table.nbytes
+
+
+@nb.njit(parallel=True, cache=True)
+def _k_spmv_indexed(row_ptr, cols, coef, table, unit, w, out, fm):
+    p0, p1, p2, p3, inv = fm[0], fm[1], fm[2], fm[3], fm[4]
+    m = row_ptr.shape[0] - 1
+    for r in nb.prange(m):
+        s0 = s1 = s2 = s3 = _Z
+        for j in range(row_ptr[r], row_ptr[r + 1]):
+            c = cols[j]
+            k = coef[j]
+            if unit[k]:
+                t0, t1, t2, t3 = w[c, 0], w[c, 1], w[c, 2], w[c, 3]
+            else:
+                t0, t1, t2, t3 = mont4.mul(
+                    table[k, 0], table[k, 1], table[k, 2], table[k, 3], w[c, 0], w[c, 1], w[c, 2], w[c, 3], p0, p1, p2, p3, inv
+                )
+            s0, s1, s2, s3 = mont4.add(s0, s1, s2, s3, t0, t1, t2, t3, p0, p1, p2, p3)
+        out[r, 0], out[r, 1], out[r, 2], out[r, 3] = s0, s1, s2, s3
 
 
 @nb.njit(parallel=True, cache=True)
@@ -140,9 +226,12 @@ class PCE:
 
     def qap_matrices(self) -> tuple[CSR, CSR, CSR]:
         """A, B, C over the QAP rows: the constraints, then one A row {i: 1} per input wire
-        (the constant and the public signals: the rows that bind the inputs, in snarkjs and bellperson)."""
+        (the constant and the public signals: the rows that bind the inputs, in snarkjs and bellperson).
+        Always plain CSRs (one Montgomery value per non-zero), whatever form the PCE holds: the proving
+        key's matrices, what the setup, the key cache and the GPU upload read."""
         n_inputs = self.n_public + 1
-        return append_identity_rows(self.A, n_inputs), empty_rows(self.B, n_inputs), empty_rows(self.C, n_inputs)
+        A, B, C = self.A.dense(), self.B.dense(), self.C.dense()
+        return append_identity_rows(A, n_inputs), empty_rows(B, n_inputs), empty_rows(C, n_inputs)
 
 
 def transpose(m: CSR) -> CSR:
