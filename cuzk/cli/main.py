@@ -532,7 +532,11 @@ def _client(a):
     )
 
 
-def _inputs(paths: list[str]) -> list:
+def _inputs(paths: list[str], by_reference: bool = False) -> list:
+    """Each partition's input read from its file, or (``by_reference``) named by its path on the daemon's
+    side ([inputs] roots): a .cvp vanilla proof by its name, anything else as a .wtns witness."""
+    if by_reference:
+        return [("vanilla_proof_path" if p.endswith(".cvp") else "witness_path", os.path.abspath(p)) for p in paths]
     out = []
     for p in paths:
         try:
@@ -576,7 +580,7 @@ def cmd_daemon(a) -> int:
 
 def cmd_submit(a) -> int:
     with _client(a) as c:
-        r = c.submit(a.circuit, partitions=_inputs(a.inputs), priority=a.priority, request_id=a.request_id or "")
+        r = c.submit(a.circuit, partitions=_inputs(a.inputs, a.by_reference), priority=a.priority, request_id=a.request_id or "")
     print(r.job_id)
     if r.duplicate:
         sys.stderr.write(f"cuzk: request_id {a.request_id!r} was submitted before: job {r.job_id} ({r.status})\n")
@@ -813,6 +817,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("inputs", nargs="+", help="one .wtns witness or inputs .json per partition")
     s.add_argument("--priority", default="", help="low, normal, high, critical (default: the circuit's)")
     s.add_argument("--request-id", help="idempotency key: resubmitting it returns the same job")
+    s.add_argument(
+        "--by-reference",
+        action="store_true",
+        help="send the inputs' paths, not their bytes: files the daemon reads under its [inputs] roots "
+        "(a cluster's shared folder)",
+    )
     client_opts(s)
     s.set_defaults(fn=cmd_submit)
 
@@ -856,6 +866,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_journal_parsers(sub)
     __import__("cuzk.cli.token", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk token add|list|revoke (issue 19)
     __import__("cuzk.cli.circuits", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk register|circuits (issue 19)
+    __import__("cuzk.cli.cluster", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk cluster status (issue 23)
     return p
 
 

@@ -268,6 +268,70 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
         "int",
         "runs of a job the daemon may die in; a job begun this many times is FAILED (quarantined) at the next start",
     ),
+    (
+        "inputs",
+        "roots",
+        [],
+        "list",
+        "folders whose files a request may name as a partition's input (witness_path, vanilla_proof_path) instead "
+        "of sending the bytes; symlinks resolved, .. refused; in a cluster every host mounts them at the same path "
+        "(the host that proves the job reads the file, checked against the size and SHA-256 taken at submission); "
+        "[] = inputs by reference are refused",
+    ),
+    ("inputs", "max_file_bytes", "8GiB", "size", "largest input file a request may name (inputs.roots)"),
+    (
+        "cluster",
+        "host",
+        "",
+        "str",
+        "this daemon's name in a cluster (journal.url set): claims, leases and `cuzk cluster status` name it; "
+        '"" = <hostname>:<state_dir> (unique per daemon, the same after a restart)',
+    ),
+    (
+        "cluster",
+        "lease",
+        "30s",
+        "duration",
+        "a claimed job's lease: renewed every quarter of it; a host that stops renewing (killed, cut off) loses its "
+        "jobs this long after its last heartbeat, and another host proves them",
+    ),
+    (
+        "cluster",
+        "poll",
+        "250ms",
+        "duration",
+        "how often an idle host looks for queued work, and an AwaitProof for a job proved elsewhere re-reads it",
+    ),
+    (
+        "cluster",
+        "claim_ahead",
+        0,
+        "int",
+        "partitions a host holds claimed but not started (beyond those in flight); 0 = 2 per prover worker",
+    ),
+    (
+        "cluster",
+        "affinity_delay",
+        "2s",
+        "duration",
+        "SRS affinity: a host without the circuit's key HOT claims its jobs only after they waited this long "
+        "(CRITICAL ones at once), so a host with the key takes them first; 0 = off",
+    ),
+    (
+        "cluster",
+        "inline_bytes",
+        "64MiB",
+        "size",
+        "inputs up to this size travel in the database; larger ones are files in cluster.shared_dir",
+    ),
+    (
+        "cluster",
+        "shared_dir",
+        "",
+        "str",
+        'a folder every host of the cluster mounts, for inputs above cluster.inline_bytes; "" = such inputs are '
+        "refused (RESOURCE_EXHAUSTED naming the limit)",
+    ),
     ("logging", "level", "info", "str", "debug, info, warning, error"),
     ("logging", "format", "kv", "str", '"kv" (key=value) or "json" (one object per line)'),
     ("logging", "file", "", "str", 'log file; "" = stderr'),
@@ -660,6 +724,7 @@ def load_config(
             ("daemon", "state_dir"),
             ("srs", "param_cache"),
             ("journal", "path"),
+            ("cluster", "shared_dir"),
             ("logging", "file"),
             ("logging", "timeline"),
             ("security", "tls_cert"),
@@ -670,12 +735,15 @@ def load_config(
             v = sections[s][k]
             if v and not os.path.isabs(os.path.expanduser(v)):
                 sections[s][k] = str(base / v)
-    roots = sections["registration"]["roots"]
-    if not all(isinstance(r, str) and r for r in roots):
-        raise ConfigError(f"{where}: registration.roots: expected a list of folder paths")
-    sections["registration"]["roots"] = [
-        str(p if p.is_absolute() or base is None else base / p) for p in (Path(os.path.expanduser(r)) for r in roots)
-    ]
+    for sect in ("registration", "inputs"):
+        if not all(isinstance(r, str) and r for r in sections[sect]["roots"]):
+            raise ConfigError(f"{where}: {sect}.roots: expected a list of folder paths")
+        sections[sect]["roots"] = [
+            str(p if p.is_absolute() or base is None else base / p)
+            for p in (Path(os.path.expanduser(r)) for r in sections[sect]["roots"])
+        ]
+    if sections["inputs"]["max_file_bytes"] is None:
+        raise ConfigError(f'{where}: inputs.max_file_bytes: expected a size like "8GiB" ("auto" is not accepted)')
     if not all(isinstance(m, str) and m for m in sections["registration"]["python_modules"]):
         raise ConfigError(f"{where}: registration.python_modules: expected a list of module-name prefixes")
     if sections["registration"]["max_upload_bytes"] is None:
@@ -688,6 +756,10 @@ def load_config(
     if sections["journal"]["synchronous"] not in ("full", "normal"):
         raise ConfigError(f'{where}: journal.synchronous: expected "full" or "normal"')
     check_journal_url(sections["journal"]["url"], f"{where}: journal.url")
+    if not sections["cluster"]["lease"] >= 1.0:
+        raise ConfigError(f"{where}: cluster.lease: at least 1s (heartbeats renew it every quarter)")
+    if sections["cluster"]["inline_bytes"] is None:
+        raise ConfigError(f'{where}: cluster.inline_bytes: expected a size like "64MiB" ("auto" is not accepted)')
     if sections["synthesis"]["check_constraints"] not in ("auto", "always", "on_failure"):
         raise ConfigError(f'{where}: synthesis.check_constraints: expected "auto", "always" or "on_failure"')
     if sections["gpus"]["backend"] not in ("auto", "cpu", "gpu"):

@@ -27,6 +27,7 @@ fails it, naming why, if that version's files are gone or changed). The engine r
 from __future__ import annotations
 
 import collections
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -42,6 +43,7 @@ from typing import Any
 from .. import CuzkError
 from ..r1cs.binfile import FormatError
 from . import srs as srsmod
+from .cluster import ClusterMember
 from .config import (
     PRIORITY_NAMES,
     CircuitConfig,
@@ -143,7 +145,7 @@ class Engine:
         depth = cfg.pipeline.prover_queue_depth or len(self.executor.workers)
         self.prover_queue = ProverQueue(depth, affinity=len(self.executor.devices) > 1)
         self.table = JobTable(self.journal, self.scheduler, self.metrics, self.timeline, self.backend.name)
-        self.table.on_finished = self._gc_wake.set
+        self.table.on_finished = self._job_finished
         self.pipeline = Pipeline(
             cfg,
             self.table,
@@ -156,7 +158,14 @@ class Engine:
             self.timeline,
             self.stopped,
         )
+        # cluster mode (issue 23): a PostgreSQL journal is a queue that several daemons claim work from
+        self.cluster: ClusterMember | None = ClusterMember(self) if cfg.journal.url else None
         attach_metrics(self.metrics, self)
+
+    def _job_finished(self) -> None:
+        self._gc_wake.set()  # delete its payload now
+        if self.cluster is not None:
+            self.cluster.wake.set()  # room to claim more
 
     @property
     def backend_name(self) -> str:
@@ -187,7 +196,8 @@ class Engine:
                 self._register(CircuitConfig(**spec), "rpc")
             except CuzkError as e:
                 log.error("event=circuit_restore_failed circuit=%s error=%r", cid, str(e))
-        self._recover()
+        if self.cluster is None:
+            self._recover()  # a cluster's unfinished jobs are the cluster's: hosts claim them (leases)
         self._reap_retired()  # restored versions whose jobs all failed at recovery
         self._prune()
         self.journal.purge_payloads()
@@ -196,6 +206,8 @@ class Engine:
         for w in self.executor.workers:
             self._spawn(self.pipeline.prover_loop, f"cuzk-prove-{w.id}", w)
         self._spawn(self._gc_loop, "cuzk-gc")
+        if self.cluster is not None:
+            self.cluster.start()
         for cid in cfg.srs.preload:
             try:
                 self.preload(cid)
@@ -227,11 +239,18 @@ class Engine:
         if self.stopped.is_set():
             return True
         self.table.draining = True
+        if self.cluster is not None:
+            self.cluster.stop_claiming()
         self.scheduler.close()  # no new work leaves the queue
+        if self.cluster is not None:
+            self.cluster.give_back(only_unstarted=True)  # another host proves them now, not after our restart
         deadline = time.monotonic() + drain_timeout
         while self.in_flight() > 0 and time.monotonic() < deadline:
             time.sleep(0.02)
         clean = self.in_flight() == 0
+        if self.cluster is not None:
+            self.cluster.give_back(only_unstarted=False)  # in flight past the drain timeout: rerun elsewhere
+            self.cluster.stop()
         self.prover_queue.close()
         self.stopped.set()
         self.executor.shutdown(clean)
@@ -502,7 +521,46 @@ class Engine:
             h.update(kind.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
         return h.hexdigest()
 
+    def _reference(self, kind: str, data: bytes, field: str) -> tuple[str, bytes]:
+        """An input given by reference (``wtns_path`` / ``vanilla_path``: a file under ``inputs.roots``,
+        which every host of a cluster mounts) becomes its journaled form: the path with the file's size and
+        SHA-256, so the host that proves it reads the same bytes or fails the job saying the file changed.
+        Other inputs are returned as they are."""
+        if not kind.endswith("_path"):
+            return kind, data
+        from .registry import check_under_roots, sha256_file
+
+        path = data.decode("utf-8", errors="replace")
+        real = check_under_roots(path, list(self.config.inputs.roots), field, "inputs.roots")
+        try:
+            size = os.path.getsize(real)
+            digest = sha256_file(real)
+        except OSError as e:
+            raise InvalidArgument(f"{field}: {path}: cannot read: {e.strerror}") from None
+        limit = int(self.config.inputs.max_file_bytes)
+        if size > limit:
+            raise ResourceExhausted(f"{field}: {path}: {size} bytes, above inputs.max_file_bytes ({limit})")
+        return kind, json.dumps({"path": real, "size": size, "sha256": digest}).encode()
+
+    def _dereference(self, kind: str, data: bytes, field: str) -> tuple[str, bytes]:
+        """The bytes of a journaled reference (:meth:`_reference`), checked again (roots, size, SHA-256)."""
+        if not kind.endswith("_path"):
+            return kind, data
+        from .registry import check_under_roots
+
+        ref = json.loads(data)
+        real = check_under_roots(ref["path"], list(self.config.inputs.roots), field, "inputs.roots")
+        try:
+            with open(real, "rb") as fh:
+                blob = fh.read(int(ref["size"]) + 1)
+        except OSError as e:
+            raise InvalidArgument(f"{field}: {ref['path']}: cannot read: {e.strerror}") from None
+        if len(blob) != ref["size"] or hashlib.sha256(blob).hexdigest() != ref["sha256"]:
+            raise InvalidArgument(f"{field}: {ref['path']}: the file changed since the job was submitted")
+        return kind.removesuffix("_path"), blob
+
     def _parse_part(self, c: Circuit, i: int, kind: str, data: bytes, field: str) -> Part:
+        kind, data = self._dereference(kind, data, field)
         if kind == "wtns":
             from ..r1cs.wtns import parse_wtns
 
@@ -612,6 +670,10 @@ class Engine:
                 )
             if priority not in (0, 1, 2, 3, 4):
                 raise InvalidArgument(f"priority: {priority} is not a priority (LOW 1 .. CRITICAL 4)")
+            payloads = [
+                self._reference(k, d, (fields or [])[i] if fields and i < len(fields) else f"partitions[{i}]")
+                for i, (k, d) in enumerate(payloads)
+            ]
             rhash = self.request_hash(c.id, payloads)
             if request_id:
                 dup = self.table.duplicate(request_id, rhash)
@@ -629,7 +691,7 @@ class Engine:
                 job, pos = self._accept(c, parts, payloads, priority or c.spec.default_priority, request_id, rhash)
                 if pos is None:
                     return job, True, 0
-            assert isinstance(job, Job)
+            assert isinstance(job, Job) or self.cluster is not None  # cluster mode: the QUEUED record
             log.info(
                 "event=job_accepted job=%s circuit=%s priority=%s partitions=%d request_id=%s position=%d",
                 job.job_id,
@@ -651,6 +713,8 @@ class Engine:
             dup = self.table.duplicate(request_id, rhash)
             if dup is not None:
                 return dup, None
+        if self.cluster is not None:
+            return self._accept_shared(c, payloads, prio, request_id, rhash)
         with self.table.lock:  # a circuit's queue counts the jobs of all its versions
             mine = sum(1 for j in self.table.active.values() if j.circuit.id == c.id and not j.final)
             total = sum(1 for j in self.table.active.values() if not j.final)
@@ -687,6 +751,60 @@ class Engine:
         self.timeline.event("SUBMIT", job.job_id, detail=c.id)
         self.scheduler.push_job(job, c.spec.batchable)
         return job, pos
+
+    def _accept_shared(
+        self, c: Circuit, payloads: list[tuple[str, bytes]], prio: int, request_id: str, rhash: str
+    ) -> tuple[JobRecord, int]:
+        """Cluster mode: journal the job in the shared queue (any host may claim it, this one included);
+        the queue limits count the cluster's unfinished jobs. Returns (its QUEUED record, position)."""
+        sched = self.config.scheduler
+        assert self.cluster is not None
+        try:
+            mine = self.journal.count_unfinished(c.id)
+            total = self.journal.count_unfinished()
+        except Exception as e:
+            self.table.journal_error(e, "cannot read the journal")
+        limit = c.spec.max_queue or sched.max_queue_per_circuit
+        if mine >= limit:
+            self.metrics.rejected.labels(reason="queue_full").inc()
+            raise ResourceExhausted(
+                f"circuit {c.id!r}: queue full ({mine} jobs active in the cluster, max_queue {limit}); retry later"
+            )
+        if total >= sched.max_pending:
+            self.metrics.rejected.labels(reason="pending_full").inc()
+            raise ResourceExhausted(
+                f"cluster queue full ({total} jobs active, scheduler.max_pending {sched.max_pending}); retry later"
+            )
+        inline = self.journal.SPILL_BYTES
+        big = next((i for i, (_k, d) in enumerate(payloads) if len(d) > inline), None)
+        if big is not None and self.cluster.shared_dir is None:
+            self.metrics.rejected.labels(reason="input_too_large").inc()
+            raise ResourceExhausted(
+                f"partitions[{big}]: {len(payloads[big][1])} bytes, above cluster.inline_bytes ({inline}) and no "
+                "cluster.shared_dir is set for larger inputs"
+            )
+        job_id = uuid.uuid4().hex
+        now = time.time()
+        try:
+            self.journal.insert_job(job_id, request_id or None, rhash, c.id, prio, payloads, now, c.version)
+            queued = self.journal.queue_counts()
+        except Exception as e:
+            self.table.journal_error(e, "cannot journal the job")
+        pos = max(0, sum(n for _cid, p, st, n in queued if st == "queued" and p >= prio) - 1)
+        self.metrics.submitted.labels(circuit=c.id).inc()
+        self.timeline.event("SUBMIT", job_id, detail=c.id)
+        self.cluster.wake.set()
+        rec = JobRecord(
+            job_id=job_id,
+            state=JobState.QUEUED,
+            circuit_id=c.id,
+            backend=self.backend.name,
+            submitted_at=now,
+            priority=prio,
+            request_id=request_id,
+            deadline_ms=c.spec.deadline * 1e3,
+        )
+        return rec, pos
 
     def assigned_device(self, circuit_id: str) -> str:
         """The device a new job of the circuit is likely to run on: one holding its key HOT, or the only
@@ -811,33 +929,85 @@ class Engine:
 
     # -- results, await, cancel -----------------------------------------------------------------------
     def lookup(self, job_id: str) -> Job | JobRecord:
-        """The live job, or the finished job's record."""
-        return self.table.lookup(job_id)
+        """The live job, or the finished job's record. In a cluster, a job held by another host (or still
+        queued) is the journal's record of it as of now (state QUEUED or RUNNING, ``host`` the holder)."""
+        if self.cluster is None:
+            return self.table.lookup(job_id)
+        with self.table.lock:
+            j = self.table.active.get(job_id) or self.table.recent.get(job_id)
+        if j is not None:
+            return j
+        return self._journal_record(job_id)
+
+    def _journal_record(self, job_id: str) -> JobRecord:
+        try:
+            row = self.journal.get(job_id)
+        except Exception as e:
+            raise Unavailable(f"the journal does not answer: {e}") from None
+        if row is None:
+            raise NotFound(f"unknown job {job_id!r} (never submitted, or finished longer ago than the retention period)")
+        return JobRecord.of_row(row, self.backend.name)
 
     def await_job(self, job_id: str, timeout_s: float | None = None, alive: Callable[[], bool] = lambda: True) -> JobRecord:
         """The job's record once it finished; a record with ``timed_out`` if ``timeout_s`` passed first."""
         j = self.lookup(job_id)
-        if isinstance(j, JobRecord):
+        if isinstance(j, JobRecord) and (j.state.final or self.cluster is None):
             return j
         deadline = None if not timeout_s else time.monotonic() + timeout_s
-        while True:
+        while isinstance(j, Job):
             wait = 0.25 if deadline is None else min(0.25, deadline - time.monotonic())
             if wait > 0:
                 j.done.wait(wait)
             if j.result is not None:
                 return j.result
+            if j.lost:  # cluster mode: another host has it now; the journal says when it is done
+                break
             if self.stopped.is_set():
                 raise Unavailable(f"the daemon is shutting down; job {job_id} stays journaled and runs after a restart")
             if deadline is not None and time.monotonic() >= deadline:
                 return JobRecord.timeout(j)
             if not alive():
                 raise Unavailable("caller went away")
+        return self._await_journal(job_id, deadline, alive)
+
+    def _await_journal(self, job_id: str, deadline: float | None, alive: Callable[[], bool]) -> JobRecord:
+        """Cluster mode: wait for a job held by another host by reading its row every ``cluster.poll``
+        (quicker at first). A journal that does not answer is retried until the deadline (a database
+        restart is not the caller's failure), or for a minute without one."""
+        assert self.cluster is not None
+        wait = min(0.02, self.cluster.poll_s)
+        down_since: float | None = None
+        while True:
+            try:
+                rec = self._journal_record(job_id)
+                down_since = None
+            except Unavailable:
+                now = time.monotonic()
+                down_since = down_since or now
+                if now - down_since > 60 and deadline is None:
+                    raise
+                rec = None
+            if rec is not None and rec.state.final:
+                return rec
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                if rec is None:
+                    raise Unavailable(f"the journal did not answer before the await's deadline (job {job_id})")
+                return dataclasses.replace(rec, timed_out=True)
+            if self.stopped.is_set():
+                raise Unavailable(f"the daemon is shutting down; job {job_id} is proved by the cluster, await it elsewhere")
+            if not alive():
+                raise Unavailable("caller went away")
+            time.sleep(wait if left is None else max(0.0, min(wait, left)))
+            wait = min(self.cluster.poll_s, wait * 2)
 
     def cancel(self, job_id: str) -> tuple[bool, bool, str]:
         """(was_running, cancelled, status after)."""
         j = self.lookup(job_id)
         if isinstance(j, JobRecord):
-            return False, False, j.status
+            if self.cluster is None or j.state.final:
+                return False, False, j.status
+            return self._cancel_shared(j)
         with self.table.lock:
             if j.final:
                 return False, False, j.state.name
@@ -846,9 +1016,26 @@ class Engine:
         self.scheduler.remove_from_batch(j)
         if not self.table.finish(j, JobState.CANCELLED, error="cancelled by request"):
             return False, False, j.state.name  # its last partition completed (or one failed) first
+        if j.lost and j.result is not None and j.result.state is not JobState.CANCELLED:
+            return False, False, j.result.status  # finished elsewhere first
         with self.scheduler.cv:
             self.scheduler.cv.notify_all()
         return was_running, True, JobState.CANCELLED.name
+
+    def _cancel_shared(self, rec: JobRecord) -> tuple[bool, bool, str]:
+        """Cluster mode: cancel a job queued in the journal or held by another host: its final state is
+        written now (if it is not final yet); the holder drops it at its next heartbeat."""
+        err = "cancelled by request"
+        now = time.time()
+        done = dataclasses.replace(rec, state=JobState.CANCELLED, error=err, completed_at=now)
+        try:
+            ok = self.journal.finish(rec.job_id, JobState.CANCELLED.value, now, result=done.to_json(), error=err)
+        except Exception as e:
+            raise Unavailable(f"the journal does not answer: {e}") from None
+        if not ok:
+            return False, False, self._journal_record(rec.job_id).status
+        log.info("event=job_cancelled job=%s held_by=%s", rec.job_id, rec.host or "-")
+        return rec.state is JobState.RUNNING, True, JobState.CANCELLED.name
 
     # -- SRS ------------------------------------------------------------------------------------------
     def preload(self, cid: str) -> tuple[bool, float, int]:
@@ -885,7 +1072,7 @@ class Engine:
                     continue
                 next_purge = time.monotonic() + period
                 cutoff = time.time() - retention
-                n = self.journal.purge(cutoff)
+                n = self.journal.purge(cutoff) if self.cluster is None else 0  # a cluster's: once per cluster
                 self.table.expire(cutoff)
                 if n:
                     log.info("event=journal_purge removed=%d", n)

@@ -140,6 +140,10 @@ class Job:
         self.started_at = 0.0
         self.remaining = len(parts)
         self.journaled_start = False
+        # cluster mode (issue 23): the fencing token of this host's claim on the job, and whether the claim
+        # was lost (lease expired, cancelled through another host): the journal's row is the truth then
+        self.claim_token: int | None = None
+        self.lost = False
         self.deadline_ms = circuit.spec.deadline * 1e3  # as configured when the job was accepted (or recovered)
 
     @property
@@ -290,6 +294,7 @@ class JobRecord:
     request_id: str = ""
     timed_out: bool = False  # an await's deadline passed first; ``state`` is the job's as of then
     deadline_ms: float = 0.0  # the circuit's submit-to-proof deadline when the job was accepted; 0 = none
+    host: str = ""  # the daemon that proved it, in a cluster (cluster.host); "" for one daemon
 
     @property
     def deadline_met(self) -> bool | None:
@@ -305,7 +310,7 @@ class JobRecord:
         return "TIMEOUT" if self.timed_out else self.state.name
 
     @classmethod
-    def finished(cls, job: Job, backend: str, now: float) -> JobRecord:
+    def finished(cls, job: Job, backend: str, now: float, host: str = "") -> JobRecord:
         """The record of a job that has just reached its final state."""
         b = job.batch
         return cls(
@@ -326,6 +331,7 @@ class JobRecord:
             priority=job.priority,
             request_id=job.request_id,
             deadline_ms=job.deadline_ms,
+            host=host,
         )
 
     @classmethod
@@ -347,6 +353,9 @@ class JobRecord:
             submitted_at=row["submitted_at"],
             completed_at=row.get("finished_at") or 0.0,
             attempts=row.get("attempts") or 0,
+            priority=row.get("priority") or 0,
+            request_id=row.get("request_id") or "",
+            host=row.get("claim_host") or "",
         )
 
     def to_json(self) -> str:
@@ -372,6 +381,8 @@ class JobRecord:
         }
         if self.deadline_ms > 0:
             d.update(deadline_ms=self.deadline_ms, deadline_met=self.deadline_met)
+        if self.host:
+            d["host"] = self.host
         return json.dumps(d)
 
     @classmethod
@@ -395,4 +406,5 @@ class JobRecord:
             priority=d.get("priority", 0),
             request_id=d.get("request_id", ""),
             deadline_ms=d.get("deadline_ms", 0.0),
+            host=d.get("host", ""),
         )

@@ -42,6 +42,8 @@ class JobTable:
         self.totals: collections.Counter[JobState] = collections.Counter()
         self.draining = False  # set by the engine's shutdown: journal errors then mean "shutting down"
         self.on_finished: Callable[[], None] | None = None  # the engine's housekeeping: delete the payload now
+        self.host = ""  # cluster mode: this daemon's name (records say who proved a job)
+        self.fence_retry_s = 30.0  # cluster mode: how long a fenced result write is retried (the lease)
 
     # -- membership -------------------------------------------------------------------------------
     def add(self, job: Job) -> int:
@@ -80,22 +82,93 @@ class JobTable:
             self.scheduler.drop_job(job)
         now = time.time()
         self.timeline.event("DONE", job.job_id, detail=state.value)
-        rec = JobRecord.finished(job, self.backend, now)
-        try:
-            self.journal.finish(job.job_id, state.value, now, result=rec.to_json(), error=error or None)
-        except Exception as e:
-            log.error("event=journal_error job=%s error=%r", job.job_id, str(e))
+        rec: JobRecord | None = JobRecord.finished(job, self.backend, now, self.host)
+        assert rec is not None
+        if job.claim_token is None:
+            try:
+                self.journal.finish(job.job_id, state.value, now, result=rec.to_json(), error=error or None)
+            except Exception as e:
+                log.error("event=journal_error job=%s error=%r", job.job_id, str(e))
+        elif not self._finish_fenced(job, state, now, rec.to_json(), error):
+            rec = self._lost_record(job)
         job.result = rec
         with self.lock:
             self.active.pop(job.job_id, None)
-            self.recent[job.job_id] = rec
-            while len(self.recent) > RECENT_RECORDS:
-                self.recent.popitem(last=False)
+            if rec is not None:
+                self.recent[job.job_id] = rec
+                while len(self.recent) > RECENT_RECORDS:
+                    self.recent.popitem(last=False)
             self.totals[state] += 1
-        self._observe(job, rec)
+        if rec is not None and not job.lost:
+            self._observe(job, rec)
         job.done.set()
         if self.on_finished is not None:
             self.on_finished()
+        return True
+
+    def _finish_fenced(self, job: Job, state: JobState, now: float, result: str, error: str) -> bool:
+        """Cluster mode: write the result under this host's claim (its fencing token). A database that does
+        not answer is retried for up to a lease (after that another host has the job). False when the
+        claim is no longer current: the job was given to another host or finished elsewhere (nothing
+        written, the job marked lost)."""
+        deadline = time.monotonic() + self.fence_retry_s
+        wait = 0.05
+        while True:
+            try:
+                ok = self.journal.finish(job.job_id, state.value, now, result=result, error=error or None, token=job.claim_token)
+                break
+            except Exception as e:
+                if time.monotonic() >= deadline:
+                    log.error(
+                        'event=journal_error job=%s error=%r msg="result not written; the lease runs out"', job.job_id, str(e)
+                    )
+                    ok = False
+                    break
+                log.warning("event=journal_retry job=%s error=%r", job.job_id, str(e))
+                time.sleep(wait)
+                wait = min(1.0, wait * 2)
+        if not ok:
+            job.lost = True
+            log.warning(
+                'event=result_fenced job=%s state=%s msg="this host\'s claim is no longer current; nothing written"',
+                job.job_id,
+                state.value,
+            )
+        return ok
+
+    def _lost_record(self, job: Job) -> JobRecord | None:
+        """The journal's record of a job this host lost: final there (proved or cancelled elsewhere), or
+        None while another host has it."""
+        try:
+            row = self.journal.get(job.job_id)
+        except Exception:
+            return None
+        if row is None or row["state"] not in FINAL_STATES:
+            return None
+        return JobRecord.of_row(row, self.backend)
+
+    def drop_lost(self, job: Job, why: str) -> bool:
+        """Cluster mode: this host no longer holds the job (its lease expired, it was cancelled through
+        another host, or a draining host gave it back): it leaves this daemon without a journal write; its
+        partitions leave the pipeline at the next stage boundary; local awaiters read the journal."""
+        with self.lock:
+            if job.final:
+                return False
+            job.lost = True
+            job.cancelled = True
+            job.finish(JobState.CANCELLED, why)
+            for p in job.parts:
+                if p.stage is PartStage.QUEUED:
+                    p.witness = p.inputs = None
+            self.active.pop(job.job_id, None)
+        self.scheduler.remove_from_batch(job)
+        self.scheduler.drop_job(job)
+        job.result = self._lost_record(job)
+        if job.result is not None:
+            with self.lock:
+                self.recent[job.job_id] = job.result
+        job.done.set()
+        self.timeline.event("DONE", job.job_id, detail="lost")
         return True
 
     def _observe(self, job: Job, rec: JobRecord) -> None:

@@ -50,6 +50,20 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root if root == os.sep else root + os.sep)
 
 
+def check_under_roots(given: str, roots: list[str], field: str, setting: str) -> str:
+    """``given`` resolved (symlinks), if it lies under one of ``roots`` and has no ".." component;
+    PermissionDenied naming the field, the path and the setting otherwise."""
+    if ".." in given.replace("\\", "/").split("/"):
+        raise PermissionDenied(f"{field}: {given}: a path with a '..' component is refused")
+    if not roots:
+        raise PermissionDenied(f"{field}: {given}: no server-side file may be named ({setting} is empty)")
+    resolved = os.path.realpath(given)
+    if not any(_under(resolved, os.path.realpath(r)) for r in roots):
+        shown = given if resolved == given else f"{given} (resolved: {resolved})"
+        raise PermissionDenied(f"{field}: {shown} is outside the allowed folders ({setting}: {', '.join(roots)})")
+    return resolved
+
+
 def module_allowed(module: str, prefixes: list[str]) -> bool:
     """``module`` matches a prefix ending in "." (its submodules) or names the prefix's module or one of
     its submodules."""

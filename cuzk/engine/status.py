@@ -113,7 +113,7 @@ def snapshot(engine: Engine) -> dict[str, Any]:
             "working_budget": budget.total,
             "working_peak": budget.peak,
         },
-    }
+    } | ({"cluster": engine.cluster.status()} if engine.cluster is not None else {})
 
 
 def attach_metrics(metrics: Metrics, engine: Engine) -> None:
@@ -160,3 +160,45 @@ class _GaugeCollector:
         w = GaugeMetricFamily("cuzk_gpu_workers", "Prover workers")
         w.add_metric([], len(s["workers"]))
         yield w
+        if "cluster" in s:
+            yield from _cluster_gauges(s["cluster"])
+
+
+def _cluster_gauges(c: dict[str, Any]) -> Iterator[GaugeMetricFamily]:
+    """Cluster mode: this host's claims, and the cluster's hosts and queue as the journal sees them."""
+    loc = c["local"]
+    h = GaugeMetricFamily("cuzk_cluster_held_jobs", "Jobs this host holds claimed (leases it renews)")
+    h.add_metric([], loc["held_jobs"])
+    yield h
+    for name, key, doc in (
+        ("cuzk_cluster_claimed", "claimed_total", "Jobs this host claimed since it started"),
+        ("cuzk_cluster_lost", "lost_total", "Jobs this host lost (lease expired, cancelled elsewhere) since it started"),
+    ):
+        g = GaugeMetricFamily(name, doc)
+        g.add_metric([], loc[key])
+        yield g
+    up = GaugeMetricFamily("cuzk_cluster_journal_up", "1 while the shared journal answers this host")
+    up.add_metric([], 0 if (loc["db_error"] or "error" in c) else 1)
+    yield up
+    if "error" in c:
+        return
+    hs = GaugeMetricFamily("cuzk_cluster_hosts", "Hosts of the cluster by state (up, draining, stopped, lost)", labels=["state"])
+    counts: dict[str, int] = {}
+    for x in c["hosts"]:
+        counts[x["state"]] = counts.get(x["state"], 0) + 1
+    for st in ("up", "draining", "stopped", "lost"):
+        hs.add_metric([st], counts.get(st, 0))
+    yield hs
+    q = GaugeMetricFamily(
+        "cuzk_cluster_queue_depth", "Jobs queued in the cluster per circuit and priority", labels=["circuit", "priority"]
+    )
+    r = GaugeMetricFamily("cuzk_cluster_jobs_running", "Jobs claimed by some host, per circuit", labels=["circuit"])
+    for x in c["queues"]:
+        for prio, n in x["queued_by_priority"].items():
+            q.add_metric([x["circuit_id"], prio], n)
+        r.add_metric([x["circuit_id"]], x.get("running", 0))
+    yield q
+    yield r
+    t = GaugeMetricFamily("cuzk_cluster_throughput", "Jobs completed per second in the cluster (last minute)")
+    t.add_metric([], c["throughput_per_s"])
+    yield t

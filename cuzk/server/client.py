@@ -98,6 +98,7 @@ class ProofResult:
     deadline_met: bool | None = None  # None: no deadline (or not finished)
     partition_phases: list[dict] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)
+    host: str = ""  # the daemon that proved it, in a cluster
 
     @property
     def ok(self) -> bool:
@@ -143,12 +144,15 @@ class ProofResult:
             deadline_met={pb.DEADLINE_MET: True, pb.DEADLINE_MISSED: False}.get(r.deadline),
             partition_phases=[dict(p.phases_ms) for p in r.partitions],
             devices=[p.device for p in r.partitions],
+            host=r.host,
         )
 
 
 def _partition(x):
     if isinstance(x, tuple) and len(x) == 2 and x[0] == "vanilla":  # ("vanilla", bytes): a binary input
         return pb.PartitionInput(vanilla_proof=bytes(x[1]))
+    if isinstance(x, tuple) and len(x) == 2 and x[0] in ("witness_path", "vanilla_proof_path"):  # by reference
+        return pb.PartitionInput(**{x[0]: str(x[1])})
     if isinstance(x, (bytes, bytearray, memoryview)):
         return pb.PartitionInput(witness=bytes(x))
     if isinstance(x, dict):

@@ -93,6 +93,7 @@ def record_to_pb(rec: JobRecord) -> Any:
         attempts=rec.attempts,
         deadline_ms=rec.deadline_ms,
         deadline={None: pb.DEADLINE_NONE, True: pb.DEADLINE_MET, False: pb.DEADLINE_MISSED}[rec.deadline_met],
+        host=rec.host,
     )
     t = rec.timings
     if rec.status == "COMPLETED" and t is not None:
@@ -147,6 +148,12 @@ def _payloads(req: Any) -> tuple[list[tuple[str, bytes]], list[str]]:
             elif which == "vanilla_proof":
                 out.append(("vanilla", bytes(p.vanilla_proof)))
                 fields.append(f"partitions[{i}].vanilla_proof")
+            elif which in ("witness_path", "vanilla_proof_path"):
+                path = getattr(p, which)
+                if not path or len(path) > 4096:
+                    raise InvalidArgument(f"partitions[{i}].{which}: expected a file path (at most 4096 characters)")
+                out.append(("wtns_path" if which == "witness_path" else "vanilla_path", path.encode()))
+                fields.append(f"partitions[{i}].{which}")
             else:
                 raise InvalidArgument(f"partitions[{i}]: neither witness nor inputs_json is set")
         return out, fields
