@@ -559,7 +559,8 @@ zkey = "{dev.key}"
         finally:
             c.close()
             d.stop(10)
-        # jobs left queued by that run (journaled, never started), then a restart: recovered and proved
+        # jobs left queued by that run (journaled, never started), then a restart: claimed and proved (on a
+        # PostgreSQL journal the daemon is a cluster member: queued jobs are the cluster's, claimed with a lease)
         j = open_journal(load_config(str(cfg_path), overrides=over))
         queued = [uuid.uuid4().hex for _ in range(2)]
         for i, jid in enumerate(queued):
@@ -577,7 +578,7 @@ zkey = "{dev.key}"
             ev = d.engine.journal.events()
             for jid in queued:
                 assert [e for k, e in ev if k == jid].count("completed") == 1
-                assert "recovered" in [e for k, e in ev if k == jid]
+                assert "claimed" in [e for k, e in ev if k == jid]
             assert not (Path(tmp) / "state" / "journal.sqlite").exists()  # nothing went to a SQLite journal
         finally:
             c.close()

@@ -88,6 +88,8 @@ class ClusterMember:
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> None:
+        for jid, state in self.engine.journal.requeue_unleased(self.engine.config.journal.max_attempts):
+            log.warning("event=unleased_job_found job=%s now=%s", jid, state)
         self._beat_once()
         for fn, name in ((self._claim_loop, "cuzk-cluster-claim"), (self._lease_loop, "cuzk-cluster-lease")):
             t = threading.Thread(target=fn, name=name, daemon=True)

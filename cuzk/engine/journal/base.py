@@ -423,6 +423,34 @@ class JournalStore(abc.ABC):
 
         return self._tx(fn)
 
+    def requeue_unleased(self, max_attempts: int | None = None, now: float | None = None) -> list[tuple[str, str]]:
+        """Jobs left RUNNING with no lease by a daemon of one host (``mark_started``: the journal was that
+        daemon's before it joined a cluster, and it stopped while proving them): queued again for any host
+        to claim, or FAILED (quarantined) once begun ``max_attempts`` times. Run by each host as it joins;
+        rows another host is handling are skipped. Returns (job id, new state)."""
+        limit = self.max_attempts if max_attempts is None else max_attempts
+
+        def fn(t: Tx) -> list[tuple[str, str]]:
+            at = t.now(now)
+            rows = t.x(
+                "SELECT job_id, attempts FROM jobs WHERE state='running' AND lease_until IS NULL AND claim_host IS NULL "
+                "ORDER BY seq" + t.lock
+            ).fetchall()
+            out = []
+            for jid, n in rows:
+                if limit and n >= limit:
+                    err = f"quarantined after {n} attempts: the daemon stopped while proving it {n} times"
+                    t.x("UPDATE jobs SET state='failed', finished_at=?, error=? WHERE job_id=?", (at, err, jid))
+                    t.x("INSERT INTO events (job_id, event, at, detail) VALUES (?, 'failed', ?, ?)", (jid, at, err))
+                    out.append((jid, "failed"))
+                else:
+                    t.x("UPDATE jobs SET state='queued' WHERE job_id=?", (jid,))
+                    t.x("INSERT INTO events (job_id, event, at, detail) VALUES (?, 'requeued', ?, ?)", (jid, at, "unleased"))
+                    out.append((jid, "queued"))
+            return out
+
+        return self._tx(fn)
+
     def release(self, host: str, job_id: str, token: int) -> bool:
         """Put a claimed job back in the queue unproved (a draining host), attempts unchanged."""
 
