@@ -48,7 +48,7 @@ def folder():
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def config_text(base: Path, name: str, url: str, circuits: dict, ids=("h8",), **cluster) -> str:
+def config_text(base: Path, name: str, url: str, circuits: dict, ids=("h8",), extra: str = "", **cluster) -> str:
     opts = {"lease": "3s", "poll": "50ms", "affinity_delay": "0s"} | cluster
     lines = "\n".join(f"{k} = {json.dumps(v)}" for k, v in opts.items())
     circ = "".join(f'[[circuits]]\nid = "{cid}"\nr1cs = "{circuits[cid].r1cs}"\nzkey = "{circuits[cid].key}"\n' for cid in ids)
@@ -70,12 +70,13 @@ host = "{name}"
 {lines}
 [logging]
 file = "{base}/{name}.log"
+{extra}
 {circ}"""
 
 
-def start(base: Path, name: str, url: str, circuits: dict, ids=("h8",), **cluster) -> Daemon:
+def start(base: Path, name: str, url: str, circuits: dict, ids=("h8",), extra: str = "", **cluster) -> Daemon:
     path = base / f"{name}.toml"
-    path.write_text(config_text(base, name, url, circuits, ids, **cluster))
+    path.write_text(config_text(base, name, url, circuits, ids, extra, **cluster))
     return Daemon(load_config(str(path))).start()
 
 
@@ -443,3 +444,62 @@ def test_cluster_config_validation_and_inputs_above_the_inline_limit(circuits, c
     finally:
         c.close()
         d.stop(10)
+
+
+def test_inputs_by_reference_are_read_by_the_proving_host_and_cluster_status_shows_the_hosts(circuits, cluster_db, folder):
+    h8 = circuits["h8"]
+    shared = folder / "shared"
+    shared.mkdir()
+    extra = f'[inputs]\nroots = ["{shared}"]\n'
+    door = start(folder, "door2", cluster_db, circuits, extra=extra)
+    prover = start(folder, "prover2", cluster_db, circuits, extra=extra)
+    door.engine.cluster.stop_claiming()  # only a front door: the other host proves what it accepts
+    cd, cp = Client(door.address), Client(prover.address)
+    try:
+        w = shared / "w.wtns"
+        w.write_bytes(h8.witness(11))
+        jid = cd.submit("h8", partitions=[("witness_path", str(w))]).job_id
+        res = cp.await_proof(jid, timeout_ms=60_000)
+        assert verified(h8, res) and res.host == "prover2"
+        # the CLI: cuzk submit --by-reference through the front door, cuzk await through the other host
+        r = subprocess.run(
+            [sys.executable, "-m", "cuzk", "submit", "h8", str(w), "--by-reference", "--addr", door.address],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
+        assert verified(h8, cp.await_proof(r.stdout.strip(), timeout_ms=60_000))
+        # a path outside the roots is refused at the door, naming the field and the setting
+        outside = folder / "w.wtns"
+        outside.write_bytes(h8.witness(12))
+        with pytest.raises(DaemonError) as e:
+            cd.submit("h8", partitions=[("witness_path", str(outside))])
+        assert e.value.code == "PERMISSION_DENIED" and "inputs.roots" in str(e.value) and "partitions[0]" in str(e.value), e.value
+        # a file changed after it was accepted: the proving host refuses to prove other bytes
+        prover.engine.cluster.stop_claiming()
+        w2 = shared / "w2.wtns"
+        w2.write_bytes(h8.witness(13))
+        jid2 = cd.submit("h8", partitions=[("witness_path", str(w2))]).job_id
+        with __import__("psycopg").connect(cluster_db) as c:  # journaled: the reference, not the bytes
+            (kind, data), *more = c.execute("SELECT kind, data FROM payloads WHERE job_id=%s", (jid2,)).fetchall()
+        ref = json.loads(bytes(data))
+        assert not more and kind == "wtns_path" and ref["path"] == str(w2) and ref["size"] == w2.stat().st_size
+        w2.write_bytes(h8.witness(14))
+        prover.engine.cluster.claiming = True
+        prover.engine.cluster.wake.set()
+        res2 = cp.await_proof(jid2, timeout_ms=60_000)
+        assert res2.status == "FAILED" and "changed since the job was submitted" in res2.error
+        # cuzk cluster status: both hosts up, the completed jobs counted
+        r = subprocess.run([sys.executable, "-m", "cuzk", "cluster", "status", "--url", cluster_db], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        for host in ("door2", "prover2"):
+            row = next(ln for ln in lines if ln.strip().startswith(host))
+            assert row.split()[1] == "up"
+        assert any(ln.strip().startswith("h8") and "completed 2" in ln for ln in lines), r.stdout
+        assert "failed 1" in r.stdout
+    finally:
+        cd.close()
+        cp.close()
+        door.stop(10)
+        prover.stop(10)

@@ -249,3 +249,35 @@ def test_recovery_parses_payloads_within_a_budget(dev, state):
         assert not e._backlog
     finally:
         e.shutdown(10)
+
+
+def test_inputs_by_reference_on_one_host(dev, state):
+    # issue 23 item 4 without a cluster: an input named by its path under [inputs] roots is journaled as
+    # (path, size, SHA-256) and read when the job is proved; other paths and oversized files are refused
+    from cuzk.engine.errors import InvalidArgument
+    from cuzk.engine.registry import PermissionDenied
+    from cuzk.groth16 import formats, verifier
+
+    shared = state / "shared"
+    shared.mkdir(parents=True)
+    w = shared / "w.wtns"
+    w.write_bytes(dev.witness(7))
+    cfg = write_config(state, dev, f'[inputs]\nroots = ["{shared}"]\nmax_file_bytes = "{w.stat().st_size}B"\n')
+    e = engine(cfg)
+    try:
+        rec, _dup, _pos = e.submit("h8", [("wtns_path", str(w).encode())])
+        done = e.await_job(rec.job_id, 60)
+        vk = formats.read_vk_json(Path(dev.folder) / "verification_key.json")
+        assert done.state.name == "COMPLETED"
+        p = done.partitions[0]
+        assert verifier.verify(vk, list(p.public), formats.Proof.from_bytes(p.proof, vk.curve))
+        with pytest.raises(PermissionDenied, match=r"partitions\[0\].*inputs\.roots"):
+            e.submit("h8", [("wtns_path", str(state / "elsewhere.wtns").encode())])
+        big = shared / "big.wtns"
+        big.write_bytes(dev.witness(7) + b"\0")
+        with pytest.raises(ResourceExhausted, match=r"partitions\[0\]: .*big\.wtns: .* above inputs\.max_file_bytes"):
+            e.submit("h8", [("wtns_path", str(big).encode())])
+        with pytest.raises(InvalidArgument, match=r"partitions\[0\]: .*missing\.wtns: cannot read"):
+            e.submit("h8", [("wtns_path", str(shared / "missing.wtns").encode())])
+    finally:
+        e.shutdown(10)
