@@ -490,7 +490,9 @@ def test_inputs_by_reference_are_read_by_the_proving_host_and_cluster_status_sho
         res2 = cp.await_proof(jid2, timeout_ms=60_000)
         assert res2.status == "FAILED" and "changed since the job was submitted" in res2.error
         # cuzk cluster status: both hosts up, the completed jobs counted
-        r = subprocess.run([sys.executable, "-m", "cuzk", "cluster", "status", "--url", cluster_db], capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "cuzk", "cluster", "status", "--url", cluster_db], capture_output=True, text=True
+        )
         assert r.returncode == 0, r.stderr
         lines = r.stdout.splitlines()
         for host in ("door2", "prover2"):
