@@ -434,14 +434,15 @@ def test_migrate_creates_is_idempotent_and_versions_are_checked(pg_url, tmp_path
     assert r.returncode != 0 and "newer than this cuzk" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_migrate_upgrades_a_v1_database_to_v2(pg_url, tmp_path):
+def test_migrate_upgrades_a_v1_database_to_the_current_version(pg_url, tmp_path):
     """A database made by the first cuzk with a PostgreSQL journal (schema version 1: MIGRATIONS[1] only)
-    gains the cluster tables through `cuzk journal migrate`, its rows kept; until then the daemon refuses it."""
+    gains the cluster tables (2) and the per-circuit queue indexes (3) through `cuzk journal migrate`, its
+    rows kept; until then the daemon refuses it."""
     import psycopg
 
     from cuzk.engine.journal.postgres import _VERSION_TABLE, MIGRATIONS, SCHEMA_VERSION, PostgresJournal
 
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     with psycopg.connect(pg_url, autocommit=True) as c:
         c.execute(_VERSION_TABLE)
         for stmt in MIGRATIONS[1]:
@@ -453,15 +454,15 @@ def test_migrate_upgrades_a_v1_database_to_v2(pg_url, tmp_path):
         )
         tables = {r[0] for r in c.execute("SELECT table_name FROM information_schema.tables WHERE table_schema='public'")}
     assert "jobs" in tables and "hosts" not in tables and "cluster_tasks" not in tables
-    with pytest.raises(JournalSchemaMismatch, match="has schema version 1, this cuzk needs 2: run `cuzk journal migrate"):
+    with pytest.raises(JournalSchemaMismatch, match="has schema version 1, this cuzk needs 3: run `cuzk journal migrate"):
         PostgresJournal(pg_url, tmp_path)
     r = cli("journal", "migrate", "--url", pg_url)
-    assert r.returncode == 0 and "schema version 1 -> 2" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "schema version 1 -> 3" in r.stdout, r.stdout + r.stderr
     with psycopg.connect(pg_url) as c:
         assert c.execute("SELECT version, cuzk FROM schema_version ORDER BY version").fetchall()[0] == (1, "v1")
-        assert [v for (v,) in c.execute("SELECT version FROM schema_version ORDER BY version")] == [1, 2]
+        assert [v for (v,) in c.execute("SELECT version FROM schema_version ORDER BY version")] == [1, 2, 3]
         idx = {r[0] for r in c.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'jobs'")}
-    assert "jobs_finished" in idx
+    assert {"jobs_finished", "jobs_queue_circuit", "jobs_unfinished"} <= idx
     j = PostgresJournal(pg_url, tmp_path)
     try:
         assert j.get("old")["state"] == "queued"

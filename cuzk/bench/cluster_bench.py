@@ -8,7 +8,7 @@ measures, with the journal's own methods (``cuzk.engine.journal``), what a clust
    submit (``insert_job``, one payload), claim (``claim(.., limit=1)`` exactly as ``ClusterMember.claim_some``
    calls it: keys, hot, cold_after_s, one_circuit), heartbeat (one held job, and 8), fenced finish,
    ``host_beat``, ``expire_leases`` (nothing expired), the await poll (``get``), the cluster submit's
-   queue reads (``count_unfinished`` x2 + ``queue_counts``) and ``purge_payloads``;
+   queue reads (``count_unfinished`` x2 capped at the limits + ``count_queued_ahead``) and ``purge_payloads``;
 2. **claimers**: 1, 2, 4 OS processes, each its own store (connection), claim limit 1 + fenced finish
    until the queue is empty; claims/s, and every job claimed exactly once (rows, tokens, claimed events);
 3. **depth**: claim + finish at 100 / 10,000 / 100,000 queued jobs (bulk-loaded with COPY / executemany,
@@ -72,6 +72,11 @@ def submit(store: JournalStore, payload: bytes, priority: int = 2) -> str:
     return jid
 
 
+# the engine's defaults (scheduler.max_queue_per_circuit, scheduler.max_pending): the submit's counts stop there
+MAX_QUEUE_PER_CIRCUIT = 1000
+MAX_PENDING = 10_000
+
+
 def claim1(store: JournalStore, host: str) -> Any:
     """ClusterMember.claim_some's call, limit 1."""
     return store.claim(host, None, 1, LEASE_S, keys=KEYS, hot=HOT, cold_after_s=AFFINITY_S, one_circuit=True)
@@ -79,7 +84,11 @@ def claim1(store: JournalStore, host: str) -> Any:
 
 def submit_reads(store: JournalStore) -> tuple[int, int, Any]:
     """What Engine._accept_shared reads before and after the insert: the queue limits and the position."""
-    return store.count_unfinished(CIRCUIT), store.count_unfinished(), store.queue_counts()
+    return (
+        store.count_unfinished(CIRCUIT, cap=MAX_QUEUE_PER_CIRCUIT),
+        store.count_unfinished(cap=MAX_PENDING),
+        store.count_queued_ahead(2, MAX_PENDING),
+    )
 
 
 def adopt_reads(store: JournalStore, job_id: str) -> tuple[Any, Any]:
@@ -446,8 +455,9 @@ def count_path(store: JournalStore, pg: bool, jobs: int) -> dict[str, Any]:
     for _ in range(jobs):
         # Engine._accept_shared: two counts, the insert, the queue figures
         step(
-            "submit: count_unfinished x2 + queue_counts",
-            lambda: (store.count_unfinished(CIRCUIT), store.count_unfinished(), store.queue_counts()),
+            "submit: count_unfinished x2 + count_queued_ahead (capped)",
+            submit_reads,
+            store,
         )
         step("submit: insert_job (1 partition)", submit, store, blob)
         # ClusterMember.claim_some + _adopt
@@ -489,10 +499,10 @@ def pg_stats_run(srv: PgServer, jobs: int) -> dict[str, Any]:
         conn.execute("SELECT pg_stat_statements_reset()")
     before = db_stats()
     for _ in range(jobs):
-        store.count_unfinished(CIRCUIT)
-        store.count_unfinished()
+        store.count_unfinished(CIRCUIT, cap=MAX_QUEUE_PER_CIRCUIT)
+        store.count_unfinished(cap=MAX_PENDING)
         jid = submit(store, blob)
-        store.queue_counts()
+        store.count_queued_ahead(2, MAX_PENDING)
         cl = claim1(store, "p")[0]
         store.get(jid)
         store.payloads(jid)

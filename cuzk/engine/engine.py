@@ -760,11 +760,11 @@ class Engine:
         sched = self.config.scheduler
         assert self.cluster is not None
         try:
-            mine = self.journal.count_unfinished(c.id)
-            total = self.journal.count_unfinished()
+            limit = c.spec.max_queue or sched.max_queue_per_circuit
+            mine = self.journal.count_unfinished(c.id, cap=limit)
+            total = self.journal.count_unfinished(cap=sched.max_pending)
         except Exception as e:
             self.table.journal_error(e, "cannot read the journal")
-        limit = c.spec.max_queue or sched.max_queue_per_circuit
         if mine >= limit:
             self.metrics.rejected.labels(reason="queue_full").inc()
             raise ResourceExhausted(
@@ -787,10 +787,12 @@ class Engine:
         now = time.time()
         try:
             self.journal.insert_job(job_id, request_id or None, rhash, c.id, prio, payloads, now, c.version)
-            queued = self.journal.queue_counts()
         except Exception as e:
             self.table.journal_error(e, "cannot journal the job")
-        pos = max(0, sum(n for _cid, p, st, n in queued if st == "queued" and p >= prio) - 1)
+        try:  # the position is advice: counted up to max_pending, and left out if the journal just failed
+            pos = max(0, self.journal.count_queued_ahead(prio, sched.max_pending) - 1)
+        except Exception:
+            pos = 0
         self.metrics.submitted.labels(circuit=c.id).inc()
         self.timeline.event("SUBMIT", job_id, detail=c.id)
         self.cluster.wake.set()

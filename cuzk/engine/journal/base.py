@@ -345,17 +345,28 @@ class JournalStore(abc.ABC):
                 args += [*a, at - cold_after_s, urgent_priority]
             where = " AND ".join(conds)
             tail = " ORDER BY priority DESC, seq LIMIT ?" + t.lock
-            sql = f"SELECT {_CLAIM_COLS} FROM jobs WHERE {where}"
-            if not one_circuit:
-                rows = t.x(sql + tail, (*args, limit)).fetchall()
+            sql = f"SELECT {_CLAIM_COLS}, seq FROM jobs WHERE {where}"
+            # one index walk per circuit this host proves (jobs_queue_circuit), so a queue whose head is
+            # of circuits this host lacks is never walked row by row; the heads are then merged in order
+            circuits = sorted(set(circuit_ids if circuit_ids is not None else [k.rsplit("@", 1)[0] for k in keys or []]))
+            if circuits:
+                found = [r for cid in circuits for r in t.x(sql + " AND circuit_id = ?" + tail, (*args, cid, limit)).fetchall()]
             else:
-                rows = t.x(sql + tail, (*args, 1)).fetchall()
-                if rows and limit > 1:
-                    head, cid, ver = rows[0][0], rows[0][2], rows[0][5]
+                found = t.x(sql + tail, (*args, limit)).fetchall()
+            found.sort(key=lambda r: (-r[3], r[8]))
+            if one_circuit and found:  # the head, then more of its circuit and version: one batch
+                cid, ver = found[0][2], found[0][5]
+                batch = [r for r in found if r[2] == cid and r[5] == ver][:limit]
+                if len(batch) < limit and (not circuits or sum(r[2] == cid for r in found) >= limit):
+                    # more of it may lie beyond what was fetched (rows this transaction locked are not
+                    # skipped by SKIP LOCKED: left out by id)
                     same = " AND circuit_id = ? AND " + ("version IS NULL" if ver is None else "version = ?")
-                    more = (cid,) if ver is None else (cid, ver)
-                    # the head's own row: locked by this transaction, which SKIP LOCKED does not skip
-                    rows += t.x(sql + same + " AND job_id <> ?" + tail, (*args, *more, head, limit - 1)).fetchall()
+                    more = [cid] if ver is None else [cid, ver]
+                    c, a = t.any_of("job_id", [r[0] for r in batch])
+                    q = sql + same + f" AND NOT ({c})" + tail
+                    batch += t.x(q, (*args, *more, *a, limit - len(batch))).fetchall()
+                found = batch
+            rows = [r[:8] for r in found[:limit]]  # rows fetched but not taken stay queued (unlocked at commit)
             if not rows:
                 return []
             ids = [r[0] for r in rows]
@@ -535,13 +546,22 @@ class JournalStore(abc.ABC):
         )
         return sorted((str(c), int(p), str(s), int(n)) for c, p, s, n in rows)
 
-    def count_unfinished(self, circuit_id: str | None = None) -> int:
-        """Queued and running jobs (of ``circuit_id``, else of every circuit)."""
-        args: tuple[str, ...]
-        sql, args = f"SELECT COUNT(*) FROM jobs WHERE state IN {_UNFINISHED_SQL}", ()
+    def count_unfinished(self, circuit_id: str | None = None, cap: int | None = None) -> int:
+        """Queued and running jobs (of ``circuit_id``, else of every circuit), counted up to ``cap`` (a
+        submission only asks whether a limit is reached: the count stops there, so its cost does not grow
+        with the queue's depth)."""
+        args: list[Any] = []
+        sql = f"SELECT 1 FROM jobs WHERE state IN {_UNFINISHED_SQL}"
         if circuit_id is not None:
-            sql, args = sql + " AND circuit_id = ?", (circuit_id,)
-        return int(self._ro(lambda t: t.x(sql, args).fetchone()[0]))
+            sql, args = sql + " AND circuit_id = ?", [circuit_id]
+        if cap is not None:
+            sql, args = sql + " LIMIT ?", [*args, int(cap)]
+        return int(self._ro(lambda t: t.x(f"SELECT COUNT(*) FROM ({sql}) s", tuple(args)).fetchone()[0]))
+
+    def count_queued_ahead(self, priority: int, cap: int) -> int:
+        """Queued jobs of ``priority`` or higher (a new job's queue position), counted up to ``cap``."""
+        sql = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE state = 'queued' AND priority >= ? LIMIT ?) s"
+        return int(self._ro(lambda t: t.x(sql, (priority, int(cap))).fetchone()[0]))
 
     def finished_since(self, since: float) -> list[tuple[str, str, int]]:
         """(circuit id, final state, jobs) of the jobs that finished at or after ``since``, sorted."""

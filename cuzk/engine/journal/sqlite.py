@@ -69,6 +69,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS jobs_request ON jobs(request_id) WHERE request
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE INDEX IF NOT EXISTS jobs_queue ON jobs(priority DESC, seq) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(finished_at);
+CREATE INDEX IF NOT EXISTS jobs_queue_circuit ON jobs(circuit_id, priority DESC, seq) WHERE state = 'queued';
+CREATE INDEX IF NOT EXISTS jobs_unfinished ON jobs(circuit_id) WHERE state IN ('queued', 'running');
 CREATE TABLE IF NOT EXISTS payloads (
     job_id TEXT NOT NULL,
     part INTEGER NOT NULL,
