@@ -66,9 +66,9 @@ def new_pg_db(srv: PgServer) -> str:
     return url
 
 
-def submit(store: JournalStore, payload: bytes, priority: int = 2) -> str:
+def submit(store: JournalStore, payload: bytes, priority: int = 2, circuit: str = CIRCUIT) -> str:
     jid = uuid.uuid4().hex
-    store.insert_job(jid, None, "h" * 64, CIRCUIT, priority, [("wtns", payload)], time.time(), VERSION)
+    store.insert_job(jid, None, "h" * 64, circuit, priority, [("wtns", payload)], time.time(), VERSION)
     return jid
 
 
@@ -425,9 +425,30 @@ def bench_depth(
         timed(ins, submit, store, blob)  # one in for each one out: the depth stays
         if i % 10 == 0:
             timed(reads, submit_reads, store)
+    # a host that proves only a circuit whose jobs all wait behind the whole queue (another circuit's):
+    # the claim walks that circuit's index (jobs_queue_circuit), not the queue ahead of it
+    behind: list[float] = []
+    for _ in range(min(n, 100)):
+        submit(store, blob, circuit="behind")
+    for _ in range(min(n, 100)):
+        got = timed(
+            behind,
+            store.claim,
+            host,
+            None,
+            1,
+            LEASE_S,
+            keys=["behind@v1"],
+            hot=["behind"],
+            cold_after_s=AFFINITY_S,
+            one_circuit=True,
+        )
+        assert got and got[0].circuit_id == "behind"
+        store.finish(got[0].job_id, "completed", time.time(), result=RESULT, token=got[0].token)
     out |= {
         "claim_finish": summary(cf),
         "claim": summary(cl_only),
+        "claim_behind": summary(behind),
         "submit_reads": summary(reads),
         "submit": summary(ins),
     }
@@ -627,12 +648,14 @@ def print_report(res: dict[str, Any]) -> None:
         )
     print("\n3. queue depth (ms)")
     print(
-        f"{'store':9} {'depth':>7} {'claim+fin med':>13} {'p99':>7} {'claim med':>9} {'submit reads med':>16} {'submit med':>10}"
+        f"{'store':9} {'depth':>7} {'claim+fin med':>13} {'p99':>7} {'claim med':>9} {'behind med':>10} "
+        f"{'submit reads med':>16} {'submit med':>10}"
     )
     for r in res["depth"]:
         print(
             f"{r['store']:9} {r['depth']:7d} {r['claim_finish']['median_ms']:13.2f} {r['claim_finish']['p99_ms']:7.2f} "
-            f"{r['claim']['median_ms']:9.2f} {r['submit_reads']['median_ms']:16.2f} {r['submit']['median_ms']:10.2f}"
+            f"{r['claim']['median_ms']:9.2f} {r['claim_behind']['median_ms']:10.2f} {r['submit_reads']['median_ms']:16.2f} "
+            f"{r['submit']['median_ms']:10.2f}"
         )
     for r in res["depth"]:
         if r["store"] == "postgres":
