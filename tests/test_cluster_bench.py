@@ -42,3 +42,21 @@ def test_ops_depth_and_counts(pg_server, tmp_path):
     # the claim: the database's clock, the SELECT .. FOR UPDATE SKIP LOCKED, the UPDATE, the event
     assert per["claim (limit 1)"] == {"calls": 1, "statements": 4}
     assert per["finish (fenced)"] == {"calls": 1, "statements": 2}
+
+
+def test_daemons_bench_two_hosts_prove_every_job_once(pg_server, tmp_path_factory):
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from cuzk.bench import cluster_daemons
+    from cuzk.engine.devcircuit import make_dev_circuit
+
+    dev = make_dev_circuit(tmp_path_factory.mktemp("cd") / "h8", "hash", 8)
+    base = Path(tempfile.mkdtemp(prefix="czt", dir="/tmp"))  # short: unix socket paths
+    try:
+        r = cluster_daemons.run_once(pg_server, 2, 8, dev, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert r["verified"] and r["exactly_once"] and r["jobs_per_s"] > 0
+    assert sum(r["by_host"].values()) == 8 and set(r["by_host"]) <= {"d2-0", "d2-1"}
