@@ -378,6 +378,12 @@ def test_kill9_of_a_host_its_jobs_are_proved_by_the_others_and_nothing_is_writte
         c.close()
         r = rows(cluster_db)
         assert all(r[j]["attempts"] == 1 for j in held)  # one run lost to the kill
+        # silent for more than a lease: shown as lost (cuzk cluster status, /status, metrics read this)
+        wait_until(
+            lambda: {h["host"]: h["state"] for h in other.engine.cluster.status()["hosts"]}["victim"] == "lost",
+            10,
+            "the killed host to show as lost",
+        )
         # the killed host restarts (same name): it finds nothing to do and writes nothing again
         victim = Proc(cfg, f"unix://{folder}/victim.sock", folder / "victim.err")
         time.sleep(1.0)
