@@ -1,14 +1,16 @@
 """The synthesis benchmarks of BENCHMARKS.md section 6, each case in its own process (clean peak RSS):
 
-    python -m cuzk.bench.synth_suite [--sizes 20 24] [--switches] [--out DIR] [--repeat 3]
+    python -m cuzk.bench.synth_suite [--sizes 20 24] [--switches] [--out DIR] [--repeat 3] [--processes N]
 
 Cases: a SHA-256-heavy circuit (binary SHA-256-254 Merkle paths: 2^20 = depth 11 x 3 challenges,
 2^24 = depth 30 x 18 challenges, the shape of a 32 GiB sector's data-tree paths) and a Poseidon-heavy one
 (arity-8 Poseidon Merkle paths of depth 10: 2^20 = 256 challenges, 2^22 = 1024, 2^24 = 4096). With
 ``--switches``, each synthesis switch measured alone against the default on the same circuit: the
 recording's LC storage (flat arrays vs a dict per row, recording time and peak memory, at 2^18) and the
-witness buffers (pre-sized vs growing, witness time, at 2^20). Prints one table; ``--out`` keeps each
-case's JSON.
+witness buffers (pre-sized vs growing, witness time, at 2^20). ``--processes N`` passes ``--processes N``
+to each default case (the timed witness computed in N parts by N worker processes, checked equal to the
+single-process one; per core = constraints / (witness + mat-vec) / max(N, threads); the run column shows
+N and the pool's first witness). Prints one table; ``--out`` keeps each case's JSON.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def row(kind: str, log: int, tag: str, r: dict) -> str:
     if "error" in r:
         return f"| {kind} | 2^{log} | {tag} | failed: {r['error']} (rc {r['rc']}) |||||||"
     w, m = r["witness_ms"], r["matvec_ms"]
+    if r.get("processes", 1) > 1:
+        tag = f"{tag}, {r['processes']} processes ({r['parts']} parts), first {r['first_witness_s']:.1f} s, cores {r['cores']}"
     return (
         f"| {kind} | 2^{log} | {tag} | {r['constraints']:,} | {r['recording']['ms'] / 1e3:.1f} | "
         f"{w['median']:.0f} ± {w['spread'] / 2:.0f} | {m['median']:.0f} ± {m['spread'] / 2:.0f} | "
@@ -63,12 +67,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", help="folder for the JSON of each case")
     ap.add_argument("--threads", type=int, help="numba threads of each case (default: all cores)")
+    ap.add_argument("--no-trace", action="store_true", help="skip each case's traced witness (peak Python MiB reads 0)")
+    ap.add_argument(
+        "--processes", type=int, default=0, metavar="N", help="the default cases' witness in N parts by N worker processes"
+    )
     a = ap.parse_args(argv)
     out = Path(a.out or tempfile.mkdtemp(prefix="cuzk-synth-"))
     out.mkdir(parents=True, exist_ok=True)
     cache = tempfile.mkdtemp(prefix="cuzk-synth-cache-")
     env = dict(os.environ, CUZK_CACHE_DIR=cache)
     threads = ["--threads", str(a.threads)] if a.threads else []
+    processes = ["--processes", str(a.processes)] if a.processes > 1 else []
+    processes += ["--no-trace"] if a.no_trace else []
     lines = [
         "| circuit | size | run | constraints | recording s | witness ms | mat-vec ms | M constraints/s/core | peak RSS GiB | peak Python MiB |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -76,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     for log in a.sizes:
         for kind in a.kinds:
             if (kind, log) in CASES:
-                lines.append(row(kind, log, "default", one(kind, log, a.repeat, out, env, ["--record", *threads], "default")))
+                tag = f"processes={a.processes}" if a.processes > 1 else "default"
+                r = one(kind, log, a.repeat, out, env, ["--record", *threads, *processes], tag)
+                lines.append(row(kind, log, "default", r))
                 print(lines[-1], flush=True)
     if a.switches:
         for kind in a.kinds:
