@@ -23,7 +23,7 @@ import pytest
 from cuzk.engine.config import load_config
 from cuzk.engine.devcircuit import make_dev_circuit
 from cuzk.groth16 import formats, verifier
-from cuzk.server.client import Client, DaemonError
+from cuzk.server.client import Client, DaemonError, start_daemon_process
 from cuzk.server.daemon import Daemon
 
 
@@ -327,24 +327,7 @@ class Proc:
     """A daemon as a process (`python -m cuzk daemon --config F`), so it can be killed with SIGKILL."""
 
     def __init__(self, cfg: Path, sock: str, log: Path):
-        self.p = subprocess.Popen(
-            [sys.executable, "-m", "cuzk", "daemon", "--config", str(cfg)],
-            stdout=subprocess.DEVNULL,
-            stderr=open(log, "ab"),
-            start_new_session=True,
-        )
-        self.c = Client(sock)
-        end = time.monotonic() + 120
-        while True:
-            if self.p.poll() is not None:
-                raise AssertionError(f"daemon exited {self.p.returncode}: {log.read_text()[-3000:]}")
-            try:
-                self.c.wait_ready(1.0)
-                self.c.status()
-                return
-            except DaemonError:
-                if time.monotonic() > end:
-                    raise
+        self.p, self.c = start_daemon_process(cfg, sock, log)
 
     def kill9(self):
         os.kill(self.p.pid, signal.SIGKILL)

@@ -8,8 +8,6 @@ import os
 import shutil
 import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,7 +16,7 @@ import pytest
 
 from cuzk.engine.devcircuit import make_dev_circuit
 from cuzk.groth16 import formats, verifier
-from cuzk.server.client import Client, DaemonError
+from cuzk.server.client import DaemonError, start_daemon_process
 
 
 @pytest.fixture(scope="module")
@@ -64,24 +62,7 @@ zkey = "{h10.key}"
 class Proc:
     def __init__(self, cfg: Path, state: Path):
         self.addr = f"unix://{state}/d.sock"
-        self.p = subprocess.Popen(
-            [sys.executable, "-m", "cuzk", "daemon", "--config", str(cfg)],
-            stdout=subprocess.DEVNULL,
-            stderr=open(state / "stderr.txt", "ab"),
-            start_new_session=True,
-        )
-        self.c = Client(self.addr)
-        t = time.monotonic() + 120
-        while True:
-            if self.p.poll() is not None:
-                raise AssertionError(f"daemon exited {self.p.returncode}: {(state / 'stderr.txt').read_text()}")
-            try:
-                self.c.wait_ready(1.0)
-                self.c.status()
-                break
-            except DaemonError:
-                if time.monotonic() > t:
-                    raise
+        self.p, self.c = start_daemon_process(cfg, self.addr, state / "stderr.txt")
         self.state = state
 
     def kill9(self):

@@ -61,7 +61,7 @@ def run_once(srv: Any, n_daemons: int, jobs: int, dev: Any, base: Path) -> dict[
 
     from ..engine.journal.postgres import migrate
     from ..groth16 import formats, verifier
-    from ..server.client import Client, DaemonError
+    from ..server.client import start_daemon_process
 
     url = srv.create_db()
     migrate(url)
@@ -70,27 +70,8 @@ def run_once(srv: Any, n_daemons: int, jobs: int, dev: Any, base: Path) -> dict[
     try:
         for name in names:
             cfg = _config(base, name, url, dev.r1cs, dev.key)
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "cuzk", "daemon", "--config", str(cfg)],
-                    stdout=subprocess.DEVNULL,
-                    stderr=open(base / f"{name}.err", "ab"),
-                    start_new_session=True,
-                )
-            )
-        for name, p in zip(names, procs):
-            c = Client(f"unix://{base}/{name}.sock")
-            end = time.monotonic() + 120
-            while True:
-                if p.poll() is not None:
-                    raise RuntimeError(f"daemon {name} exited: {(base / f'{name}.err').read_text()[-2000:]}")
-                try:
-                    c.wait_ready(1.0)
-                    c.status()
-                    break
-                except DaemonError:
-                    if time.monotonic() > end:
-                        raise
+            p, c = start_daemon_process(cfg, f"unix://{base}/{name}.sock", base / f"{name}.err")
+            procs.append(p)
             clients.append(c)
         witness = [dev.witness(i) for i in range(16)]
         # every host's key HOT (else the hosts without it wait cluster.affinity_delay before claiming:

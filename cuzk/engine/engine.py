@@ -738,12 +738,7 @@ class Engine:
                     f"daemon queue full: {queued} input bytes active + {nbytes} submitted exceed "
                     f"scheduler.max_queue_bytes {cap}; retry later"
                 )
-        job_id = uuid.uuid4().hex
-        now = time.time()
-        try:
-            self.journal.insert_job(job_id, request_id or None, rhash, c.id, prio, payloads, now, c.version)
-        except Exception as e:
-            self.table.journal_error(e, "cannot journal the job")
+        job_id, now = self._journal_new(c, payloads, prio, request_id, rhash)
         job = Job(job_id, request_id, c, prio, parts, now, rhash)
         job.input_bytes = nbytes
         pos = self.table.add(job)
@@ -751,6 +746,18 @@ class Engine:
         self.timeline.event("SUBMIT", job.job_id, detail=c.id)
         self.scheduler.push_job(job, c.spec.batchable)
         return job, pos
+
+    def _journal_new(
+        self, c: Circuit, payloads: list[tuple[str, bytes]], prio: int, request_id: str, rhash: str
+    ) -> tuple[str, float]:
+        """Journal a new job (a new id, accepted now); a journal that fails raises what JobTable.journal_error says."""
+        job_id = uuid.uuid4().hex
+        now = time.time()
+        try:
+            self.journal.insert_job(job_id, request_id or None, rhash, c.id, prio, payloads, now, c.version)
+        except Exception as e:
+            self.table.journal_error(e, "cannot journal the job")
+        return job_id, now
 
     def _accept_shared(
         self, c: Circuit, payloads: list[tuple[str, bytes]], prio: int, request_id: str, rhash: str
@@ -783,12 +790,7 @@ class Engine:
                 f"partitions[{big}]: {len(payloads[big][1])} bytes, above cluster.inline_bytes ({inline}) and no "
                 "cluster.shared_dir is set for larger inputs"
             )
-        job_id = uuid.uuid4().hex
-        now = time.time()
-        try:
-            self.journal.insert_job(job_id, request_id or None, rhash, c.id, prio, payloads, now, c.version)
-        except Exception as e:
-            self.table.journal_error(e, "cannot journal the job")
+        job_id, now = self._journal_new(c, payloads, prio, request_id, rhash)
         try:  # the position is advice: counted up to max_pending, and left out if the journal just failed
             pos = max(0, self.journal.count_queued_ahead(prio, sched.max_pending) - 1)
         except Exception:

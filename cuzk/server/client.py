@@ -453,3 +453,40 @@ def _info(c) -> dict:
         "tier": TIER_NAMES[c.tier],
         "source": c.source,
     }
+
+
+def start_daemon_process(
+    config: str | os.PathLike[str], address: str, stderr_path: str | os.PathLike[str], timeout: float = 120.0
+):
+    """``cuzk daemon --config CONFIG`` as a process of its own session (so it can be signalled alone), its
+    stderr appended to ``stderr_path``; returns (the process, a Client of ``address``) once the daemon
+    answers a status call. A daemon that exits first, or does not answer within ``timeout`` s, raises
+    with the end of its stderr."""
+    import subprocess
+    import sys
+    import time
+
+    with open(stderr_path, "ab") as err:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "cuzk", "daemon", "--config", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
+    c = Client(address)
+    end = time.monotonic() + timeout
+    while True:
+        if p.poll() is not None:
+            c.close()
+            with open(stderr_path, "rb") as fh:
+                tail = fh.read().decode(errors="replace")[-3000:]
+            raise DaemonError("UNAVAILABLE", f"daemon exited {p.returncode}: {tail}")
+        try:
+            c.wait_ready(1.0)
+            c.status()
+            return p, c
+        except DaemonError:
+            if time.monotonic() > end:
+                p.kill()
+                c.close()
+                raise
