@@ -10,7 +10,12 @@ recording's LC storage (flat arrays vs a dict per row, recording time and peak m
 witness buffers (pre-sized vs growing, witness time, at 2^20). ``--processes N`` passes ``--processes N``
 to each default case (the timed witness computed in N parts by N worker processes, checked equal to the
 single-process one; per core = constraints / (witness + mat-vec) / max(N, threads); the run column shows
-N and the pool's first witness). Prints one table; ``--out`` keeps each case's JSON.
+N and the pool's first witness). ``--instances N``: each default case as N independent instances at once,
+one process and one numba thread each (N partitions synthesized side by side, as a PoRep's partitions are
+on a many-core host): after one untimed run that records the circuit into the shared disk cache, the N
+processes start together; per core = each instance's constraints / (witness + mat-vec), reported as the
+median and range over the instances, and the host's total = the sum. Prints one table; ``--out`` keeps
+each case's JSON.
 """
 
 from __future__ import annotations
@@ -59,6 +64,38 @@ def row(kind: str, log: int, tag: str, r: dict) -> str:
     )
 
 
+def concurrent(kind: str, log: int, n: int, repeat: int, out: Path, env: dict[str, str]) -> str:
+    """``n`` one-core instances of a case at once (see the module's doc); one table row."""
+    warm = one(kind, log, 1, out, env, ["--threads", "1", "--no-trace"], "warm")  # records into the cache
+    if "error" in warm:
+        return row(kind, log, "instances (warm-up)", warm)
+    procs = []
+    for i in range(n):
+        path = out / f"{kind}-log{log}-instance{i}.json"
+        cmd = [sys.executable, "-m", "cuzk.bench.main", "synth", MERKLE, "--circuit-params", json.dumps(CASES[kind, log])]
+        cmd += ["--repeat", str(repeat), "-q", "--threads", "1", "--no-trace", "--seed", str(i), "--json", str(path)]
+        procs.append((path, subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+    res, failed = [], []
+    for path, p in procs:
+        _out, err = p.communicate()
+        if p.returncode == 0:
+            res.append(json.loads(path.read_text()))
+        else:
+            failed.append((err.strip().splitlines() or ["killed"])[-1])
+    if not res:
+        return f"| {kind} | 2^{log} | {n} instances | failed: {failed[0]} |||||||"
+    per_core = sorted(r["constraints_per_s"] / 1e6 for r in res)
+    w = sorted(r["witness_ms"]["median"] for r in res)
+    m = sorted(r["matvec_ms"]["median"] for r in res)
+    med = per_core[len(per_core) // 2]
+    return (
+        f"| {kind} | 2^{log} | {len(res)} instances x 1 core{f' ({len(failed)} failed: {failed[0]})' if failed else ''} | "
+        f"{res[0]['constraints']:,} | {warm['recording']['ms'] / 1e3:.1f} | {w[len(w) // 2]:.0f} ({w[0]:.0f}-{w[-1]:.0f}) | "
+        f"{m[len(m) // 2]:.0f} ({m[0]:.0f}-{m[-1]:.0f}) | {med:.3f} ({per_core[0]:.3f}-{per_core[-1]:.3f}); host {sum(per_core):.2f} | "
+        f"{max(r['peak_rss_mib'] for r in res) / 1024:.1f} | - |"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[20], help="log2 sizes of the two circuits (18 20 22 24)")
@@ -71,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--processes", type=int, default=0, metavar="N", help="the default cases' witness in N parts by N worker processes"
     )
+    ap.add_argument("--instances", type=int, default=0, metavar="N", help="each default case as N concurrent one-core instances")
     a = ap.parse_args(argv)
     out = Path(a.out or tempfile.mkdtemp(prefix="cuzk-synth-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -85,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for log in a.sizes:
         for kind in a.kinds:
-            if (kind, log) in CASES:
+            if (kind, log) in CASES and a.instances > 0:
+                lines.append(concurrent(kind, log, a.instances, a.repeat, out, env))
+                print(lines[-1], flush=True)
+            elif (kind, log) in CASES:
                 tag = f"processes={a.processes}" if a.processes > 1 else "default"
                 r = one(kind, log, a.repeat, out, env, ["--record", *threads, *processes], tag)
                 lines.append(row(kind, log, "default", r))
