@@ -400,6 +400,109 @@ def test_timeline_file_utilization_and_plot(dev, tmp_path, capsys):
     assert bench(["timeline", str(tmp_path / "missing.csv")]) == 2
 
 
+# Trace Event Format, "JSON Object Format" with "Complete Events" (ph "X") and "Metadata Events" (ph "M"):
+# https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU/preview
+# An object with a "traceEvents" array (other top-level keys optional; "displayTimeUnit" is "ms" or "ns").
+# Every event has "name" (string), "ph" (one character), "pid" and "tid" (numbers), "ts" (a number,
+# microseconds) except metadata; a complete event has "dur" (microseconds, >= 0); "cat" is a comma-separated
+# string and "args" an object where present. Metadata events are named process_name / process_labels /
+# process_sort_index / thread_name / thread_sort_index, with "args" {"name": string} or {"sort_index": number}.
+_META_ARGS = {"process_name": ("name", str), "thread_name": ("name", str), "process_labels": ("labels", str)}
+_META_ARGS |= {"process_sort_index": ("sort_index", int), "thread_sort_index": ("sort_index", int)}
+
+
+def validate_chrome_trace(doc) -> list[dict]:
+    """Raise AssertionError if ``doc`` is not a valid Trace Event Format JSON object of X and M events;
+    return its complete events."""
+
+    def num(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    assert isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list), "a JSON object with a traceEvents array"
+    assert doc.get("displayTimeUnit", "ms") in ("ms", "ns")
+    complete = []
+    for e in doc["traceEvents"]:
+        assert isinstance(e, dict), e
+        assert isinstance(e.get("name"), str) and e["name"], e
+        assert e.get("ph") in ("X", "M"), e
+        assert num(e.get("pid")) and num(e.get("tid")), e
+        if "cat" in e:
+            assert isinstance(e["cat"], str), e
+        if "args" in e:
+            assert isinstance(e["args"], dict), e
+        if e["ph"] == "X":
+            assert num(e.get("ts")) and num(e.get("dur")) and e["dur"] >= 0, e
+            complete.append(e)
+        else:
+            assert e["name"] in _META_ARGS, e
+            key, typ = _META_ARGS[e["name"]]
+            assert isinstance(e.get("args"), dict) and isinstance(e["args"].get(key), typ), e
+    return complete
+
+
+def test_timeline_trace_and_idle_gaps(dev, tmp_path, capsys):
+    """A real daemon (CPU backend, 2 synthesis workers) writes its TIMELINE; cuzk-bench timeline makes a
+    valid Chrome trace of it (a track per device and per synthesis worker, every stage and prover phase)
+    and reports the device's idle gaps between jobs, shaded in the PNG."""
+    from cuzk.bench.main import main as bench
+    from cuzk.engine import timeline as tl
+
+    tfile = tmp_path / "timeline.csv"
+    with daemon(**{"logging.timeline": str(tfile), "synthesis.partition_workers": 2}) as (d, c):
+        c.register("h8", dev["h8"].r1cs, zkey=dev["h8"].key)
+        wt = Path(dev["h8"].wtns).read_bytes()
+        with cf.ThreadPoolExecutor(3) as ex:
+            results = list(ex.map(lambda _: c.prove("h8", witness=wt), range(6)))
+        assert all(r.ok for r in results)
+        job_ids = {r.job_id for r in results}
+    lines = tfile.read_text().splitlines()
+    an = tl.analyze(lines)
+    assert all(iv.lane.startswith("cuzk-synth-") for iv in an.intervals if iv.kind == "SYNTH")
+    assert {p.name for p in an.phases} >= {"spmv", "msm", "finalize"} and "total" not in {p.name for p in an.phases}
+    trace, png = tmp_path / "t.json", tmp_path / "t.png"
+    assert bench(["timeline", str(tfile), "--png", str(png), "--trace", str(trace), "--gap-ms", "0"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(trace.read_text())
+    xs = validate_chrome_trace(doc)
+    meta = [e for e in doc["traceEvents"] if e["ph"] == "M"]
+    procs = {e["pid"]: e["args"]["name"] for e in meta if e["name"] == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in meta if e["name"] == "thread_name"}
+    assert {"device cpu", "synthesis", "jobs"} <= set(procs.values())
+    assert {(e["pid"], e["tid"]) for e in xs} <= set(threads), "every track is named"
+    synth_tracks = {threads[(e["pid"], e["tid"])] for e in xs if e["cat"] == "synthesis"}
+    assert synth_tracks and synth_tracks <= {"cuzk-synth-0", "cuzk-synth-1"}
+    # every job's stages: one synthesis, prove_start and finalize per partition; a job span per job
+    for cat in ("synthesis", "prove", "finalize", "job"):
+        assert {e["args"]["job"] for e in xs if e["cat"] == cat} == job_ids, cat
+    assert sum(1 for e in xs if e["cat"] == "prove") == 6
+    dev_pid = next(p for p, n in procs.items() if n == "device cpu")
+    assert all(e["pid"] == dev_pid for e in xs if e["cat"] in ("prove", "finalize", "phases", "idle"))
+    assert {e["name"] for e in xs if e["cat"] == "phases"} >= {"spmv", "msm", "finalize", "verify"}
+    # ts / dur in microseconds: the prove intervals match the analysis in ms
+    proves = sorted((e["ts"], e["dur"]) for e in xs if e["cat"] == "prove")
+    ivs = sorted((iv.start, iv.end - iv.start) for iv in an.intervals if iv.kind == "PROVE")
+    assert [(round(t / 1e3, 2), round(d / 1e3, 2)) for t, d in proves] == [(round(s, 2), round(d, 2)) for s, d in ivs]
+    # the idle gaps between consecutive device jobs: reported, and in the trace
+    gaps = an.gaps["cpu"]
+    assert len(gaps) <= 5 and all(g.ms > 0 for g in gaps)
+    line = next(ln for ln in out.splitlines() if "idle between jobs" in ln)
+    total = sum(g.ms for g in gaps) / 1e3
+    assert f"cpu: idle between jobs {total:.3f} s in {len(gaps)} gaps" in line
+    assert f"largest {max(g.ms for g in gaps) / 1e3:.3f} s" in line and f"{len(gaps)} gaps >= 0 ms" in line
+    assert len([e for e in xs if e["cat"] == "idle"]) == len(gaps)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # an older TIMELINE (no worker names, no PHASE lines): synthesis packed in lanes, still valid
+    old = [ln.split(",worker=")[0] + "," if ",SYNTH_START," in ln else ln for ln in lines if ",PHASE," not in ln]
+    xs_old = validate_chrome_trace(tl.chrome_trace(tl.analyze(old)))
+    assert sum(1 for e in xs_old if e["cat"] == "synthesis") == 6 and not any(e["cat"] == "phases" for e in xs_old)
+    # idle gaps from known intervals: overlapping jobs merge, the holes between them count
+    ivs2 = [tl.Interval("PROVE", j, 0, "gpu0", s, e) for j, s, e in (("a", 0, 10), ("b", 5, 20), ("c", 30, 40), ("d", 41, 50))]
+    g2 = tl.idle_gaps(ivs2, "gpu0")
+    assert [(g.start, g.end, g.after, g.before) for g in g2] == [(20, 30, "b:0", "c:0"), (40, 41, "c:0", "d:0")]
+    summary = tl.gap_summary(tl.Analysis(50.0, ivs2, gaps={"gpu0": g2}), gap_ms=5)
+    assert summary["gpu0"]["total_ms"] == 11 and summary["gpu0"]["largest_ms"] == 10 and len(summary["gpu0"]["shaded"]) == 1
+
+
 # ---------------------------------------------------------------------------------------------
 # scheduler behaviour (dedicated daemons: one synthesis worker, one prover, queue depth 1)
 

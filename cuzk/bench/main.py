@@ -3,7 +3,9 @@
     cuzk-bench single CIRCUIT INPUT [INPUT ...]          one Prove; timings and the proof
     cuzk-bench batch CIRCUIT INPUT -c COUNT -j CONC      COUNT Proves, CONC at a time; throughput
     cuzk-bench status | metrics | preload CIRCUIT
-    cuzk-bench timeline FILE [--png OUT.png]             utilization per device, waterfall plot
+    cuzk-bench timeline FILE [--png OUT.png] [--trace OUT.json] [--gap-ms MS]
+                                                         utilization, idle gaps per device, waterfall, Perfetto trace
+    cuzk-bench compare OLD.json NEW.json [--threshold 0.03]   phases slower beyond the noise: exit 1 (a CI guard)
     cuzk-bench synth package.module:Class [--circuit-params JSON]   synthesis alone (no daemon)
     cuzk-bench gen-vanilla --sector-size 2KiB --out DIR [--keys]   vanilla proofs of every kind (+ config)
     cuzk-bench stress --job CIRCUIT=FILE[:WEIGHT] ... -c COUNT -j CONC   a mix of proof kinds at once
@@ -16,6 +18,7 @@ CUZK_ADDR (see ``cuzk daemon``).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -146,12 +149,24 @@ def cmd_timeline(a) -> int:
     )
     for d, u in an.device_utilization.items():
         print(f"  {d}: busy {an.device_busy_ms[d] / 1e3:.3f} s = {100 * u:.1f}% of the span")
+    for d, g in tl.gap_summary(an, a.gap_ms).items():
+        where = f" (after {g['largest_after']}, before {g['largest_before']})" if g["count"] else ""
+        print(
+            f"  {d}: idle between jobs {g['total_ms'] / 1e3:.3f} s in {g['count']} gaps, largest "
+            f"{g['largest_ms'] / 1e3:.3f} s{where}; {len(g['shaded'])} gaps >= {a.gap_ms:g} ms"
+        )
     if an.job_latency_ms:
         lat = sorted(an.job_latency_ms.values())
         print(f"  jobs: {len(lat)}, latency p50 {statistics.median(lat) / 1e3:.3f} s, max {lat[-1] / 1e3:.3f} s")
     if a.png:
-        tl.plot(an, a.png)
+        tl.plot(an, a.png, gap_ms=a.gap_ms)
         print(f"wrote {a.png}")
+    if a.trace:
+        trace = tl.chrome_trace(an)
+        with open(a.trace, "w", encoding="utf-8") as fh:
+            json.dump(trace, fh)
+        n = sum(1 for e in trace["traceEvents"] if e["ph"] == "X")
+        print(f"wrote {a.trace}: {n} events (open in https://ui.perfetto.dev or chrome://tracing)")
     return EXIT_OK
 
 
@@ -182,10 +197,15 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("timeline", help="device utilization and a waterfall PNG from a daemon's TIMELINE file")
     s.add_argument("file", help="the daemon's logging.timeline file (or a log with TIMELINE lines)")
     s.add_argument("--png", help="write the waterfall plot here (needs matplotlib: pip install -e '.[plot]')")
+    s.add_argument("--trace", help="write a Chrome / Perfetto trace JSON here (Trace Event Format)")
+    s.add_argument(
+        "--gap-ms", type=float, default=5.0, help="shade device idle gaps between jobs of at least this long (default 5)"
+    )
     s.set_defaults(fn=cmd_timeline)
     s = sub.add_parser("preload", help="load a circuit's SRS into the HOT tier")
     s.add_argument("circuit")
     s.set_defaults(fn=cmd_preload)
+    from .compare import add_parser as add_compare
     from .gen_vanilla import add_parser as add_gen_vanilla
     from .stress import add_parser as add_stress
     from .synth import add_parser as add_synth
@@ -193,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_synth(sub)
     add_gen_vanilla(sub)
     add_stress(sub)
+    add_compare(sub)
     return p
 
 

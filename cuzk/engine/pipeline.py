@@ -49,6 +49,21 @@ from .timeline import Timeline
 
 log = logging.getLogger("cuzk.engine")
 
+
+class _TimelineTimer(Timer):
+    """The prover's phase timer that also writes each phase to the timeline (PHASE, ``<phase>=<ms>``) as it is
+    reported, for the trace of ``cuzk-bench timeline --trace``; "total" is left out (the stages show it)."""
+
+    def __init__(self, label: str, timeline: Timeline, job: str, part: int, device: str):
+        super().__init__(label)
+        self._tl, self._job, self._part, self._dev = timeline, job, part, device
+
+    def record(self, phase: str, ms: float, **extra: object) -> None:
+        super().record(phase, ms, **extra)
+        if phase != "total":
+            self._tl.event("PHASE", self._job, self._part, self._dev, f"{phase}={ms:.3f}")
+
+
 # the stages a partition is counted in while in flight (status "stages", in this order)
 IN_FLIGHT_STAGES = (PartStage.SYNTHESIS, PartStage.PROVER_QUEUE, PartStage.PROVING, PartStage.FINALIZING)
 
@@ -136,7 +151,7 @@ class Pipeline:
             if not live:
                 self._part_dropped(item)
                 continue
-            self.timeline.event("SYNTH_START", job.job_id, part.index)
+            self.timeline.event("SYNTH_START", job.job_id, part.index, detail=f"worker={threading.current_thread().name}")
             try:
                 self._synthesize(item, first)
                 self.timeline.event("SYNTH_END", job.job_id, part.index)
@@ -247,7 +262,7 @@ class Pipeline:
             if job.abandoned():
                 raise _Dropped()
             assert item.witness is not None  # synthesis made it
-            timer = Timer(f"{job.job_id}:{part.index}")
+            timer = _TimelineTimer(f"{job.job_id}:{part.index}", self.timeline, job.job_id, part.index, dev.name)
             t0 = time.perf_counter()
             with dev.exclusive(), self.backend.use(dev.device):
                 self.timeline.event("PROVE_START", job.job_id, part.index, dev.name)
