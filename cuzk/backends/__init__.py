@@ -41,12 +41,13 @@ def settings_reference(name: str) -> list[tuple[str, object, str]]:
     return [(f.name, toml_default(f), f.metadata.get("doc", "")) for f in dataclasses.fields(GpuConfig)]
 
 
-def check_settings(name: str, table: dict[str, object]) -> None:
-    """Validate a backend's TOML table without a device (ValueError naming the key and what is expected)."""
+def check_settings(name: str, table: dict[str, object], prefix: str = "") -> None:
+    """Validate a backend's TOML table without a device (ValueError naming the key, as ``prefix`` + key or
+    "[gpu] key", and what is expected)."""
     if name == "gpu":
         from .gpu.config import GpuConfig
 
-        GpuConfig.from_mapping(table)
+        GpuConfig.from_mapping(table, prefix=prefix or "[gpu] ")
     elif table:
         raise ValueError(f"[{name}]: this backend has no settings")
 

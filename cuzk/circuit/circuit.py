@@ -31,7 +31,7 @@ import numpy as np
 from .. import CuzkError, __version__, curves
 from ..curves import Curve
 from ..r1cs.pce import PCE, IndexedCSR
-from .cs import ConstraintSystem, Layout, RecordingCS, TestCS, WitnessCS
+from .cs import ConstraintSystem, Layout, RecordingCS, TestCS, WitnessCS, configure_switches, configured_switches
 
 log = logging.getLogger("cuzk.circuit")
 
@@ -294,10 +294,14 @@ _worker: tuple[Circuit, Layout] | None = None
 _worker_blocks: list[Any] | None = None  # the circuit's allocation blocks (cuzk.circuit.split), made on first use
 
 
-def _worker_init(target: str, params: dict[str, Any], threads: int, cache_root: str | None) -> None:
+def _worker_init(
+    target: str, params: dict[str, Any], threads: int, cache_root: str | None, switches: dict[str, str] | None = None
+) -> None:
     global _worker
     if cache_root:
         os.environ["CUZK_CACHE_DIR"] = cache_root
+    if switches:  # the parent's configured synthesis switches (its environment's overrides are inherited)
+        configure_switches(switches)
     import numba
 
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
@@ -373,7 +377,7 @@ class WitnessPool:
             self.processes,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_worker_init,
-            initargs=(spec.target, dict(spec.params), threads_per_process, root),
+            initargs=(spec.target, dict(spec.params), threads_per_process, root, configured_switches()),
         )
         self._circuit: Circuit | None = None
         self._layout: Layout | None = None

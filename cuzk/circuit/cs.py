@@ -23,8 +23,9 @@ Implementations:
 * :class:`TestCS`: values and a check of every constraint as it is enforced; the first unsatisfied one
   is named by its namespace path (and the instance index within a batch).
 
-Synthesis switches (measured in BENCHMARKS.md): ``lc_storage`` and ``witness_buffer`` (module
-:data:`SWITCHES`, overridden by ``CUZK_LC_STORAGE`` / ``CUZK_WITNESS_BUFFER`` for benchmarks).
+Synthesis switches (measured in BENCHMARKS.md 6b): ``lc_storage`` and ``witness_buffer`` (module
+:data:`SWITCHES`; the daemon's ``synthesis.*`` keys set them through :func:`configure_switches`, and
+``CUZK_LC_STORAGE`` / ``CUZK_WITNESS_BUFFER`` override both; the registry is :mod:`cuzk.engine.switches`).
 """
 
 from __future__ import annotations
@@ -44,14 +45,40 @@ from ..r1cs.pce import PCE, IndexedCSR
 from .lc import LC, ONE_CODE, FieldArray, Operand, Var, as_lc
 
 SWITCHES = {"lc_storage": ("arrays", "dicts"), "witness_buffer": ("presized", "growing")}
+# the environment variable that overrides each switch (named here in full: tests grep for every CUZK_* read)
+SWITCH_ENV = {"lc_storage": "CUZK_LC_STORAGE", "witness_buffer": "CUZK_WITNESS_BUFFER"}
+
+_configured: dict[str, str] = {}  # the daemon's [synthesis] values (configure_switches), under the environment
+
+
+def configure_switches(values: dict[str, str]) -> dict[str, str]:
+    """Set the process-wide synthesis switches (the daemon's ``synthesis.lc_storage`` / ``witness_buffer``,
+    or ``--set``); the environment still overrides them. Returns the previous settings."""
+    for name, value in values.items():
+        if name not in SWITCHES:
+            raise CuzkError(f"synthesis.{name}: not a synthesis switch (expected one of {', '.join(SWITCHES)})")
+        if value not in SWITCHES[name]:
+            raise CuzkError(f"synthesis.{name} = {value!r}: expected {' or '.join(SWITCHES[name])}")
+    old = dict(_configured)
+    _configured.clear()
+    _configured.update(values)
+    return old
+
+
+def configured_switches() -> dict[str, str]:
+    """The settings given to :func:`configure_switches` (the environment not applied): what a worker
+    process (WitnessPool) is started with."""
+    return dict(_configured)
 
 
 def switch(name: str) -> str:
-    """The current setting of a synthesis switch (its first choice is the default)."""
+    """The current setting of a synthesis switch: its environment variable when set (an override), else
+    the configured value, else the default (its first choice)."""
     choices = SWITCHES[name]
-    value = os.environ.get(f"CUZK_{name.upper()}", choices[0])
+    var = SWITCH_ENV[name]
+    value = os.environ.get(var, "") or _configured.get(name, choices[0])
     if value not in choices:
-        raise CuzkError(f"CUZK_{name.upper()}={value!r}: expected {' or '.join(choices)}")
+        raise CuzkError(f"{var}={value!r}: expected {' or '.join(choices)}")
     return value
 
 

@@ -158,7 +158,9 @@ def cmd_prove(a) -> int:
     from ..backends import get_backend
     from ..groth16 import formats, prover
     from ..r1cs.wtns import read_wtns
+    from .config import apply_switches
 
+    apply_switches(a, "prove")
     steps = _Steps(["load key", "load witness", "prove", "write"], a.quiet)
     try:
         steps.step("load key")
@@ -219,7 +221,9 @@ def cmd_setup(a) -> int:
     from ..groth16 import formats, params, setup, zkey
     from ..r1cs.r1cs import read_r1cs
     from ..timing import Timer
+    from .config import apply_switches
 
+    apply_switches(a, "setup")
     if looks_like_spec(a.r1cs):
         from ..circuit.circuit import record
         from ..r1cs.r1cs import write_r1cs
@@ -473,6 +477,7 @@ def cmd_demo(a) -> int:
     from ..server.client import Client
     from ..server.daemon import Daemon
     from ..server.logs import setup_logging
+    from .config import overrides
 
     log_n = a.domain
     tmp = tempfile.mkdtemp(prefix="cuzk-demo-", dir="/tmp")  # short: unix socket paths are limited to 107 bytes
@@ -489,7 +494,8 @@ def cmd_demo(a) -> int:
         print(f"setup:   {time.perf_counter() - t:.2f} s (development keys)")
         setup_logging("warning")
         cfg = load_config(
-            overrides={
+            overrides=overrides(a)
+            | {
                 "daemon.state_dir": os.path.join(tmp, "state"),
                 "daemon.listen": f"unix://{tmp}/cuzk.sock",
                 "gpus.backend": a.backend,
@@ -562,18 +568,19 @@ def cmd_daemon(a) -> int:
     from ..engine.config import load_config, reference_text
     from ..server.daemon import run
     from ..server.logs import setup_logging
+    from .config import overrides
 
     if a.print_config:
         sys.stdout.write(reference_text())
         return EXIT_OK
-    overrides = {}
+    ov = overrides(a)  # --set KEY=VALUE, then the named options
     if a.listen:
-        overrides["daemon.listen"] = a.listen
+        ov["daemon.listen"] = a.listen
     if a.log_level:
-        overrides["logging.level"] = a.log_level
+        ov["logging.level"] = a.log_level
     if a.state_dir:
-        overrides["daemon.state_dir"] = a.state_dir
-    cfg = load_config(a.config, overrides)
+        ov["daemon.state_dir"] = a.state_dir
+    cfg = load_config(a.config, ov)
     setup_logging(cfg.logging.level, cfg.logging.format, cfg.logging.file)
     return run(cfg)
 
@@ -701,6 +708,9 @@ def _py_args(s, partition: bool = True) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .config import add_parsers as add_config_parsers
+    from .config import add_set_option
+
     p = argparse.ArgumentParser(prog="cuzk", description="Groth16 prover, verifier and proving daemon (BN254, BLS12-381)")
     p.add_argument("--version", action="version", version=f"cuzk {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
@@ -718,6 +728,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--backend", default="cpu", choices=["cpu", "gpu", "auto"])
     s.add_argument("-v", "--verbose", action="store_true", help="print the phase timings")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--config", help="a daemon config file: its optimization switches apply (`cuzk config switches`)")
+    add_set_option(s)
     s.set_defaults(fn=cmd_prove)
 
     s = sub.add_parser("verify", help="verify: cuzk verify VKEY PUBLIC PROOF (exit 0 iff valid)")
@@ -746,6 +758,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["cpu", "gpu", "auto"],
         help="gpu: fixed-base kernels on the device (minutes for a 2^27 key instead of hours)",
     )
+    s.add_argument("--config", help="a daemon config file: its optimization switches apply (`cuzk config switches`)")
+    add_set_option(s)
     s.set_defaults(fn=cmd_setup)
 
     s = sub.add_parser("check", help="check a witness against a circuit; report the first unsatisfied constraint")
@@ -788,6 +802,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--domain", type=int, default=12)
     s.add_argument("--backend", default="auto", choices=["cpu", "gpu", "auto"])
     s.add_argument("--curve", default="bls12_381", help="bls12_381 (default) or bn254")
+    add_set_option(s)
     s.set_defaults(fn=cmd_demo)
 
     s = sub.add_parser("daemon", help="run the proving daemon (gRPC cuzk.daemon.v1 and Curio's cuzk.v1) until SIGTERM")
@@ -796,6 +811,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--log-level", help="override logging.level (debug, info, warning, error)")
     s.add_argument("--state-dir", help="override daemon.state_dir")
     s.add_argument("--print-config", action="store_true", help="print every config key with its default and exit")
+    add_set_option(s)
     s.set_defaults(fn=cmd_daemon)
 
     def client_opts(s):
@@ -867,6 +883,7 @@ def build_parser() -> argparse.ArgumentParser:
     __import__("cuzk.cli.token", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk token add|list|revoke (issue 19)
     __import__("cuzk.cli.circuits", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk register|circuits (issue 19)
     __import__("cuzk.cli.cluster", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk cluster status (issue 23)
+    add_config_parsers(sub)  # cuzk config switches (issue 22)
     return p
 
 

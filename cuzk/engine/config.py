@@ -162,6 +162,23 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
         "CPU proof costs seconds), on_failure on GPUs. Either way a violation fails the job naming the "
         "constraint and its signals",
     ),
+    (
+        "synthesis",
+        "lc_storage",
+        "arrays",
+        "str",
+        "optimization switch (`cuzk config switches`): how a Python circuit's recording holds its linear "
+        'combinations: "arrays" (flat parallel arrays, sorted and merged in blocks) or "dicts" (one dict per row); '
+        "CUZK_LC_STORAGE overrides",
+    ),
+    (
+        "synthesis",
+        "witness_buffer",
+        "presized",
+        "str",
+        'optimization switch: a Python circuit\'s witness buffers "presized" from the recorded layout (an '
+        'over-long witness is refused at once) or "growing"; CUZK_WITNESS_BUFFER overrides',
+    ),
     ("pipeline", "prover_queue_depth", 0, "int", "synthesized partitions waiting for a prover worker; 0 = one per prover worker"),
     (
         "pipeline",
@@ -613,6 +630,8 @@ class Config:
     warnings: list[str] = field(default_factory=list)
     path: str = ""
     gpu: dict[str, Any] = field(default_factory=dict)  # the [gpu] table: the GPU backend's switches
+    # where each key set explicitly came from: "section.key" -> "config" (the file) or "override" (--set, ...)
+    sources: dict[str, str] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:  # the sections: cfg.gpus.backend
         try:
@@ -702,11 +721,12 @@ def load_config(
         sect = raw.get(s, {})
         v = sect.get(k, default) if isinstance(sect, dict) else default
         sections.setdefault(s, {})[k] = _convert(kind, v, f"{where}: {s}.{k}")
-    gpu_table = raw.get("gpu", {})
+    gpu_table = dict(raw.get("gpu", {}))
     try:
         check_settings("gpu", gpu_table)
     except ValueError as e:
         raise ConfigError(f"{where}: {e}") from None
+    sources = {f"{s}.{k}": "config" for s, sect in raw.items() if s != "circuits" and isinstance(sect, dict) for k in sect}
     for s, sect in raw.items():
         if s in sections and isinstance(sect, dict):
             for k in sect:
@@ -714,10 +734,28 @@ def load_config(
                     warnings.append(f"{where}: unknown key {s}.{k} ignored")
     for dotted, v in (overrides or {}).items():
         s, _, k = dotted.partition(".")
+        if s == "gpu" and k:  # the GPU backend's switches, each checked alone (they are independent)
+            try:
+                check_settings("gpu", {k: v}, prefix="gpu.")
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
+            gpu_table[k] = v
+            sources[dotted] = "override"
+            continue
         spec = next((x for x in SCHEMA if x[0] == s and x[1] == k), None)
         if spec is None:
-            raise ConfigError(f"unknown config key {dotted}")
+            raise ConfigError(f"unknown config key {dotted} (`cuzk daemon --print-config` lists every key)")
         sections[s][k] = _convert(spec[3], v, dotted)
+        sources[dotted] = "override"
+
+    def loc(s: str, k: str) -> str:  # how an error names a key: by the file, or alone when an override set it
+        return f"{s}.{k}" if sources.get(f"{s}.{k}") == "override" else f"{where}: {s}.{k}"
+
+    from ..circuit.cs import SWITCHES as SYNTHESIS_SWITCHES
+
+    for k, choices in SYNTHESIS_SWITCHES.items():
+        if sections["synthesis"][k] not in choices:
+            raise ConfigError(f"{loc('synthesis', k)} = {sections['synthesis'][k]!r}: expected {' or '.join(choices)}")
     # paths relative to the config file
     if base is not None:
         for s, k in (
@@ -785,7 +823,22 @@ def load_config(
             raise ConfigError(f"{where}: circuits[{i}].id: {cc.id!r} defined twice")
         seen.add(cc.id)
         circuits.append(cc)
-    return Config({n: Section(n, v) for n, v in sections.items()}, circuits, warnings, where, dict(gpu_table))
+    return Config({n: Section(n, v) for n, v in sections.items()}, circuits, warnings, where, gpu_table, sources)
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """``--set KEY=VALUE`` -> ("section.key", value): the value as a TOML literal when it is one (2, true,
+    "x", [0, 1]), else the text itself (cpu, dicts, NAME=1,NAME2=2). ConfigError (one line) if malformed."""
+    key, eq, text = item.partition("=")
+    key = key.strip()
+    if not eq or not re.fullmatch(r"[a-z_]+\.[a-z0-9_]+", key):
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE with KEY as section.key, e.g. gpu.ntt_radix=2")
+    text = text.strip()
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    return key, value
 
 
 def _toml_value(v: object) -> str:

@@ -43,6 +43,7 @@ from typing import Any
 from .. import CuzkError
 from ..r1cs.binfile import FormatError
 from . import srs as srsmod
+from . import switches
 from .cluster import ClusterMember
 from .config import (
     PRIORITY_NAMES,
@@ -114,6 +115,17 @@ class Engine:
         self.stopped = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started = False
+
+        # the optimization switches (cuzk.engine.switches): GPU config and synthesis, the environment over
+        # both; a bad value fails here, before the state folder is locked
+        for o in switches.env_overrides(switches.apply(cfg)):
+            log.warning(
+                "event=switch_env_override key=%s variable=%s value=%r configured=%r",
+                o.switch.key,
+                o.switch.env,
+                o.value,
+                o.configured,
+            )
 
         cfg.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:

@@ -105,11 +105,11 @@ class GpuConfig:
     # ---- builders
 
     @classmethod
-    def from_mapping(cls, d: Mapping, base: GpuConfig | None = None) -> GpuConfig:
+    def from_mapping(cls, d: Mapping, base: GpuConfig | None = None, prefix: str = "[gpu] ") -> GpuConfig:
         """A config from a TOML ``[gpu]`` table (keys = field names; values as TOML types: strings,
         booleans, integers; defines as "NAME=VALUE,..." strings, lists of such, or tables), over
-        ``base`` (the defaults when None). A wrong key or value raises ValueError naming it and what is
-        expected."""
+        ``base`` (the defaults when None). A wrong key or value raises ValueError naming it (as
+        ``prefix`` + key: "[gpu] b_g2", or "gpu.b_g2" for a ``--set``) and what is expected."""
         if not isinstance(d, Mapping):
             raise ValueError(f"[gpu] must be a table, got {type(d).__name__}")
         fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -117,8 +117,8 @@ class GpuConfig:
         for key, value in d.items():
             f = fields.get(key)
             if f is None:
-                raise ValueError(f"[gpu] {key}: unknown key (expected one of {', '.join(fields)})")
-            changes[key] = _convert(f, value, f"[gpu] {key}")
+                raise ValueError(f"{prefix}{key}: unknown key (expected one of {', '.join(fields)})")
+            changes[key] = _convert(f, value, f"{prefix}{key}")
         return dataclasses.replace(base or cls(), **changes)
 
     @classmethod
@@ -175,6 +175,12 @@ class GpuConfig:
 
 
 ENV = {f.name: f.metadata["env"] for f in dataclasses.fields(GpuConfig)}
+
+
+def expected(name: str) -> str:
+    """What the field ``name`` accepts, in the words of its error messages ("gpu or cpu", ...)."""
+    return _expected(next(f for f in dataclasses.fields(GpuConfig) if f.name == name))
+
 
 # ---- validation and conversion
 
@@ -346,4 +352,4 @@ def kernel_cache_dir() -> Path:
     return base / "cuda"
 
 
-__all__ = ["ENV", "REGISTER_CAPS", "GpuConfig", "configure", "current", "kernel_cache_dir", "using"]
+__all__ = ["ENV", "REGISTER_CAPS", "GpuConfig", "configure", "current", "expected", "kernel_cache_dir", "using"]
