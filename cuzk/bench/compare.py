@@ -77,6 +77,12 @@ def _band(runs: list[float]) -> tuple[float, str]:
     return xs[-1] - xs[0], f"max-min of {len(xs)} runs"
 
 
+def phase_of_runs(name: str, runs: list[float], unit: str = "ms", higher_is_better: bool = False) -> Phase:
+    """A phase measured here: the median of ``runs`` and their band (p10-p90 with 5 runs or more, else
+    max - min), as :func:`compare` takes it (``cuzk tune`` builds its phases with this)."""
+    return _stat(name, {"median": statistics.median(runs), "runs": list(runs)}, unit=unit, higher=higher_is_better)
+
+
 def _stat(name: str, d: dict, scale: float = 1.0, unit: str = "ms", higher: bool = False) -> Phase:
     """A phase from ``{"median": x, "runs": [...]?, "spread": s | [lo, hi]?}`` (values x scale)."""
     med = d["median"]

@@ -8,6 +8,7 @@
     cuzk-bench compare OLD.json NEW.json [--threshold 0.03]   phases slower beyond the noise: exit 1 (a CI guard)
     cuzk-bench synth package.module:Class [--circuit-params JSON]   synthesis alone (no daemon)
     cuzk-bench gen-vanilla --sector-size 2KiB --out DIR [--keys]   vanilla proofs of every kind (+ config)
+    cuzk-bench ablate --python pkg.mod:Class [--switch KEY[=VALUE]] [--runs 5]   = cuzk tune (each switch alone)
     cuzk-bench stress --job CIRCUIT=FILE[:WEIGHT] ... -c COUNT -j CONC   a mix of proof kinds at once
 
 INPUT is a .wtns witness, an inputs .json file or a .cvp vanilla proof, one per partition of the circuit. Every proof the
@@ -209,11 +210,13 @@ def build_parser() -> argparse.ArgumentParser:
     from .gen_vanilla import add_parser as add_gen_vanilla
     from .stress import add_parser as add_stress
     from .synth import add_parser as add_synth
+    from .tune import add_parser as add_ablate
 
     add_synth(sub)
     add_gen_vanilla(sub)
     add_stress(sub)
     add_compare(sub)
+    add_ablate(sub)
     return p
 
 

@@ -883,6 +883,7 @@ def build_parser() -> argparse.ArgumentParser:
     __import__("cuzk.cli.token", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk token add|list|revoke (issue 19)
     __import__("cuzk.cli.circuits", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk register|circuits (issue 19)
     __import__("cuzk.cli.cluster", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk cluster status (issue 23)
+    __import__("cuzk.bench.tune", fromlist=["add_parsers"]).add_parsers(sub)  # cuzk tune (issue 22)
     add_config_parsers(sub)  # cuzk config switches (issue 22)
     return p
 

@@ -179,6 +179,22 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
         'optimization switch: a Python circuit\'s witness buffers "presized" from the recorded layout (an '
         'over-long witness is refused at once) or "growing"; CUZK_WITNESS_BUFFER overrides',
     ),
+    (
+        "test",
+        "delay_ms",
+        0,
+        "int",
+        "tests only (a hidden switch, honoured only when CUZK_TEST_SWITCHES=1): every proof sleeps this long in "
+        "the prover (phase test_delay), a deliberately slow configuration for `cuzk tune`'s tests",
+    ),
+    (
+        "test",
+        "noop",
+        False,
+        "bool",
+        "tests only (a hidden switch, honoured only when CUZK_TEST_SWITCHES=1): read by the prover and changes "
+        "nothing, the no-op reference for `cuzk tune`'s tests",
+    ),
     ("pipeline", "prover_queue_depth", 0, "int", "synthesized partitions waiting for a prover worker; 0 = one per prover worker"),
     (
         "pipeline",

@@ -41,6 +41,7 @@ class Switch:
     measured: str  # where and when the default was measured
     trades: str  # what it trades, one line
     doc: str  # what it does
+    hidden: bool = False  # a test switch: listed and honoured only when CUZK_TEST_SWITCHES=1
 
     @property
     def section(self) -> str:
@@ -152,6 +153,21 @@ _ENGINE: dict[str, tuple[str, str, str]] = {
     ),
 }
 
+# hidden test switches (the daemon config's [test] section; cuzk.groth16.prover.set_test_switches): a real
+# code path in the prover, honoured only when TEST_ENV=1, so `cuzk tune` can be tested on a switch known to
+# be slow and one known to change nothing. key -> (measured, trades)
+TEST_ENV = "CUZK_TEST_SWITCHES"
+_TEST: dict[str, tuple[str, str]] = {
+    "test.delay_ms": (
+        "not an optimization: a deliberately slow configuration for tests (the prover sleeps delay_ms per proof)",
+        "nothing: costs delay_ms per proof when CUZK_TEST_SWITCHES=1",
+    ),
+    "test.noop": (
+        "not an optimization: the no-op reference for tests (read by the prover, changes nothing)",
+        "nothing: changes nothing, so any measured difference is noise",
+    ),
+}
+
 # Optimizations the issue names that are not switches here, and why (no key: nothing to flip).
 NOT_SWITCHES: dict[str, str] = {
     "pinned a/b/c buffers (seed B1 as such)": "a, b and c never exist on the host: the prover computes them on the "
@@ -167,6 +183,7 @@ NOT_SWITCHES: dict[str, str] = {
 
 # Every other CUZK_* variable cuzk (outside cuzk/bench) reads, and why it is not an optimization switch.
 OTHER_VARIABLES: dict[str, str] = {
+    TEST_ENV: "tests: reveals and honours the hidden test switches ([test] delay_ms and noop) of `cuzk tune`'s tests",
     "CUZK_SYNC_LAUNCH": "debugging (gpu.sync_launch): waits for every kernel so a fault names it; always slower",
     "CUZK_MSM_PROFILE": "benchmark instrumentation (gpu.msm_profile): per-kernel CUDA events",
     "CUZK_GPU_POISON": "tests (gpu.poison): fills scratch outputs with 0xFF so unwritten values show",
@@ -206,11 +223,54 @@ def _build() -> list[Switch]:
         default, kind, doc = next((d, kind, doc) for sec, name, d, kind, doc in SCHEMA if (sec, name) == (s, k))
         assert kind == "bool", key
         out.append(Switch(key, default, "true or false", "", seed, measured, trades, doc))
+    for key, (measured, trades) in _TEST.items():
+        s, _, k = key.partition(".")
+        default, kind, doc = next((d, kind, doc) for sec, name, d, kind, doc in SCHEMA if (sec, name) == (s, k))
+        allowed = {"int": "an integer >= 0 (milliseconds)", "bool": "true or false"}[kind]
+        out.append(Switch(key, default, allowed, "", "", measured, trades, doc, hidden=True))
     return out
 
 
 SWITCHES: list[Switch] = _build()
 BY_KEY: dict[str, Switch] = {s.key: s for s in SWITCHES}
+
+
+def test_switches_on(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the hidden test switches are shown and honoured (TEST_ENV=1)."""
+    return (os.environ if environ is None else environ).get(TEST_ENV, "") == "1"
+
+
+def visible(environ: Mapping[str, str] | None = None) -> list[Switch]:
+    """The switches `cuzk config switches` lists: every one, the hidden test switches only under TEST_ENV=1."""
+    on = test_switches_on(environ)
+    return [sw for sw in SWITCHES if on or not sw.hidden]
+
+
+# values to try for the switches whose allowed values are a range (`cuzk tune` flips to each)
+_RANGE_CANDIDATES: dict[str, tuple[Any, ...]] = {
+    "window": (0, 16, 22),  # per MSM, and the fixed windows BENCHMARKS 2b compared
+    "count": (0, 32, 64),
+    "cap": (0, 2, 3, 4),
+    "int": (0, 100),  # test.delay_ms: none, or a clearly slow 100 ms
+}
+
+
+def candidates(sw: Switch) -> list[Any]:
+    """The values of ``sw`` worth measuring: every allowed value for a choice or a bool, a few for a range."""
+    from ..circuit.cs import SWITCHES as SYNTH_CHOICES
+
+    if sw.section == "synthesis":
+        return list(SYNTH_CHOICES[sw.name])
+    if isinstance(sw.default, bool):
+        return [False, True]
+    if sw.section == "gpu":
+        f = next(f for f in dataclasses.fields(GpuConfig) if f.name == sw.name)
+        if f.metadata["choices"]:
+            return list(f.metadata["choices"])
+        vals = list(_RANGE_CANDIDATES[f.metadata["kind"]])
+    else:
+        vals = list(_RANGE_CANDIDATES["int"])
+    return vals if sw.default in vals else [sw.default, *vals]
 
 
 @dataclass(frozen=True)
@@ -238,7 +298,7 @@ def resolve(cfg: Config | None = None, environ: Mapping[str, str] | None = None)
     except ValueError as e:
         raise ConfigError(str(e)) from None
     out = []
-    for sw in SWITCHES:
+    for sw in visible(env):
         section, name = sw.section, sw.name
         source = {"config": "config", "override": "--set"}.get(cfg.sources.get(sw.key, ""), "default")
         if section == "gpu":
@@ -263,11 +323,16 @@ def apply(cfg: Config, environ: Mapping[str, str] | None = None) -> list[Setting
     the kernels and their #defines read) and the synthesis switches, the environment over both. Returns
     the settings (:func:`resolve`); ConfigError for a bad value, before anything is changed."""
     from ..circuit.cs import configure_switches
+    from ..groth16.prover import set_test_switches
 
     settings = resolve(cfg, environ)
     env = os.environ if environ is None else environ
     gpu_config.configure(GpuConfig.from_env(GpuConfig.from_mapping(cfg.gpu), env))
     configure_switches({name: getattr(cfg.synthesis, name) for name in _SYNTHESIS})
+    if test_switches_on(env):
+        set_test_switches(cfg.test.delay_ms, cfg.test.noop)
+    else:
+        set_test_switches()
     return settings
 
 
@@ -333,11 +398,15 @@ __all__ = [
     "NOT_SWITCHES",
     "OTHER_VARIABLES",
     "SWITCHES",
+    "TEST_ENV",
     "Setting",
     "Switch",
     "apply",
     "as_json",
     "as_text",
+    "candidates",
     "env_overrides",
     "resolve",
+    "test_switches_on",
+    "visible",
 ]

@@ -112,6 +112,17 @@ def _quotient(s: ProofSession, pk: ProvingKey, style: KeyStyle, a: Any, b: Any, 
     return h
 
 
+# The hidden test switches (``[test]`` of the daemon config, :mod:`cuzk.engine.switches`): set only by
+# switches.apply when CUZK_TEST_SWITCHES=1, else left at (0.0, False). delay: every proof sleeps this long
+# in its own phase (a deliberately slow configuration); noop: read and ignored (a no-op switch).
+_test_switches: tuple[float, bool] = (0.0, False)
+
+
+def set_test_switches(delay_ms: int = 0, noop: bool = False) -> None:
+    global _test_switches
+    _test_switches = (max(0, delay_ms) / 1e3, bool(noop))
+
+
 def prove_start(
     pk: ProvingKey,
     w: np.ndarray,
@@ -128,6 +139,10 @@ def prove_start(
     style = style_of(pk)
     timer = timer or Timer(label)
     order = pk.curve.r
+    delay_s, _noop = _test_switches
+    if delay_s > 0:
+        with timer.phase("test_delay"):
+            time.sleep(delay_s)
     with backend.use(device):
         session = backend.begin(pk, timer, device)
         with session.phase("upload"):

@@ -456,19 +456,23 @@ def _info(c) -> dict:
 
 
 def start_daemon_process(
-    config: str | os.PathLike[str], address: str, stderr_path: str | os.PathLike[str], timeout: float = 120.0
+    config: str | os.PathLike[str],
+    address: str,
+    stderr_path: str | os.PathLike[str],
+    timeout: float = 120.0,
+    args: list[str] | tuple[str, ...] = (),
 ):
     """``cuzk daemon --config CONFIG`` as a process of its own session (so it can be signalled alone), its
     stderr appended to ``stderr_path``; returns (the process, a Client of ``address``) once the daemon
     answers a status call. A daemon that exits first, or does not answer within ``timeout`` s, raises
-    with the end of its stderr."""
+    with the end of its stderr. ``args``: more options of ``cuzk daemon`` (e.g. ``--set KEY=VALUE``)."""
     import subprocess
     import sys
     import time
 
     with open(stderr_path, "ab") as err:
         p = subprocess.Popen(
-            [sys.executable, "-m", "cuzk", "daemon", "--config", str(config)],
+            [sys.executable, "-m", "cuzk", "daemon", "--config", str(config), *args],
             stdout=subprocess.DEVNULL,
             stderr=err,
             start_new_session=True,
