@@ -8,9 +8,7 @@ process where the test needs to reach into one, as processes where one is killed
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +21,7 @@ import pytest
 from cuzk.engine.config import load_config
 from cuzk.engine.devcircuit import make_dev_circuit
 from cuzk.groth16 import formats, verifier
-from cuzk.server.client import Client, DaemonError, start_daemon_process
+from cuzk.server.client import Client, DaemonError, DaemonProcess
 from cuzk.server.daemon import Daemon
 
 
@@ -323,22 +321,8 @@ def test_a_late_result_from_an_expired_lease_is_refused(circuits, cluster_db, fo
 # -- failures: a host killed, the database restarted ----------------------------------------------------
 
 
-class Proc:
+class Proc(DaemonProcess):
     """A daemon as a process (`python -m cuzk daemon --config F`), so it can be killed with SIGKILL."""
-
-    def __init__(self, cfg: Path, sock: str, log: Path):
-        self.p, self.c = start_daemon_process(cfg, sock, log)
-
-    def kill9(self):
-        os.kill(self.p.pid, signal.SIGKILL)
-        self.p.wait(30)
-        self.c.close()
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            self.p.wait(60)
-        self.c.close()
 
 
 def test_kill9_of_a_host_its_jobs_are_proved_by_the_others_and_nothing_is_written_twice(circuits, cluster_db, folder):

@@ -4,7 +4,6 @@ the durable journal."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import sqlite3
@@ -16,7 +15,7 @@ import pytest
 
 from cuzk.engine.devcircuit import make_dev_circuit
 from cuzk.groth16 import formats, verifier
-from cuzk.server.client import DaemonError, start_daemon_process
+from cuzk.server.client import DaemonError, DaemonProcess
 
 
 @pytest.fixture(scope="module")
@@ -59,22 +58,11 @@ zkey = "{h10.key}"
     return cfg
 
 
-class Proc:
+class Proc(DaemonProcess):
     def __init__(self, cfg: Path, state: Path):
         self.addr = f"unix://{state}/d.sock"
-        self.p, self.c = start_daemon_process(cfg, self.addr, state / "stderr.txt")
+        super().__init__(cfg, self.addr, state / "stderr.txt")
         self.state = state
-
-    def kill9(self):
-        os.kill(self.p.pid, signal.SIGKILL)
-        self.p.wait(30)
-        self.c.close()
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            self.p.wait(60)
-        self.c.close()
 
 
 def journal_events(state: Path) -> dict[str, list[str]]:

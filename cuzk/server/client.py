@@ -494,3 +494,26 @@ def start_daemon_process(
                 p.kill()
                 c.close()
                 raise
+
+
+class DaemonProcess:
+    """A daemon run as a process (:func:`start_daemon_process`) with its client ``c``: stopped with SIGTERM
+    (it drains) or killed with SIGKILL (tests of crash recovery)."""
+
+    def __init__(self, config: str | os.PathLike[str], address: str, stderr_path: str | os.PathLike[str], timeout: float = 120.0):
+        self.p, self.c = start_daemon_process(config, address, stderr_path, timeout)
+
+    def kill9(self) -> None:
+        import signal
+
+        os.kill(self.p.pid, signal.SIGKILL)
+        self.p.wait(30)
+        self.c.close()
+
+    def stop(self, timeout: float = 60.0) -> None:
+        import signal
+
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            self.p.wait(timeout)
+        self.c.close()
