@@ -256,17 +256,15 @@ class ClusterMember:
         jid = cl.job_id
         c = self._circuit_for(cl)
         row = e.journal.get(jid)
+        if c is None or row is None:  # the circuit version was replaced since the claim's keys were read
+            e.journal.release(self.host, jid, cl.token)
+            return
         try:
-            if c is None or row is None:  # replaced since the claim's keys were read
-                raise CuzkError(f"circuit {cl.circuit_id!r} version {cl.version} is not loaded on host {self.host}")
             payloads = e.journal.payloads(jid)
             parts = [e._parse_part(c, i, k, d, f"partitions[{i}]") for i, (k, d) in enumerate(payloads)]
             if len(parts) != cl.n_partitions:
                 raise CuzkError(f"{len(parts)} partition payloads journaled, circuit has {cl.n_partitions}")
         except CuzkError as ex:
-            if c is None or row is None:
-                e.journal.release(self.host, jid, cl.token)
-                return
             err = f"cannot prove on host {self.host}: {ex}"
             e.journal.finish(jid, JobState.FAILED.value, time.time(), error=err, token=cl.token)
             log.error("event=claimed_job_failed job=%s circuit=%s error=%r", jid, cl.circuit_id, err)
@@ -346,7 +344,7 @@ class ClusterMember:
             self.db_error = ""
 
     def _db_failed(self, what: str, e: Exception) -> None:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        first = _first_line(e)
         if first != self.db_error:
             log.error("event=journal_unreachable host=%s during=%s error=%r", self.host, what, first)
         self.db_error = first
@@ -358,8 +356,12 @@ class ClusterMember:
         try:
             out |= cluster_view(self.engine.journal)
         except Exception as e:
-            out["error"] = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            out["error"] = _first_line(e)
         return out
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def cluster_view(journal: Any, window_s: float = 60.0) -> dict[str, Any]:

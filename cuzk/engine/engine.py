@@ -65,9 +65,19 @@ from .executor import Executor, open_backend
 from .job import Job, JobRecord, JobState, Part, PartStage
 from .jobtable import JobTable
 from .journal import JournalStore, open_journal
+from .journal.base import died_error
 from .metrics import Metrics
 from .pipeline import Pipeline
-from .registry import PATH_KEYS, Circuit, FileHasher, PermissionDenied, check_registration, same_spec, sha256_file
+from .registry import (
+    PATH_KEYS,
+    Circuit,
+    FileHasher,
+    PermissionDenied,
+    check_registration,
+    check_under_roots,
+    same_spec,
+    sha256_file,
+)
 from .scheduler import ProverQueue, Scheduler
 from .status import attach_metrics, snapshot
 from .timeline import Timeline
@@ -533,40 +543,47 @@ class Engine:
             h.update(kind.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
         return h.hexdigest()
 
-    def _reference(self, kind: str, data: bytes, field: str) -> tuple[str, bytes]:
-        """An input given by reference (``wtns_path`` / ``vanilla_path``: a file under ``inputs.roots``,
-        which every host of a cluster mounts) becomes its journaled form: the path with the file's size and
-        SHA-256, so the host that proves it reads the same bytes or fails the job saying the file changed.
-        Other inputs are returned as they are."""
+    def _reference(self, kind: str, data: bytes, field: str) -> tuple[tuple[str, bytes], tuple[str, bytes]]:
+        """(the journaled form, the input itself) of one partition's input. An input given by reference
+        (``wtns_path`` / ``vanilla_path``: a file under ``inputs.roots``, which every host of a cluster
+        mounts) is read here once and journaled as its path with the bytes' size and SHA-256, so the host
+        that proves it reads the same bytes or fails the job saying the file changed. Other inputs are
+        both forms as they are."""
         if not kind.endswith("_path"):
-            return kind, data
-        from .registry import check_under_roots, sha256_file
-
+            return (kind, data), (kind, data)
         path = data.decode("utf-8", errors="replace")
-        real = check_under_roots(path, list(self.config.inputs.roots), field, "inputs.roots")
+        real = self._input_path(path, field)
         try:
             size = os.path.getsize(real)
-            digest = sha256_file(real)
         except OSError as e:
             raise InvalidArgument(f"{field}: {path}: cannot read: {e.strerror}") from None
         limit = int(self.config.inputs.max_file_bytes)
         if size > limit:
             raise ResourceExhausted(f"{field}: {path}: {size} bytes, above inputs.max_file_bytes ({limit})")
-        return kind, json.dumps({"path": real, "size": size, "sha256": digest}).encode()
+        blob = self._read_input(real, path, size, field)
+        if len(blob) > limit:  # grew since it was measured
+            raise ResourceExhausted(f"{field}: {path}: {len(blob)} bytes, above inputs.max_file_bytes ({limit})")
+        ref = {"path": real, "size": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
+        return (kind, json.dumps(ref).encode()), (kind.removesuffix("_path"), blob)
+
+    def _input_path(self, path: str, field: str) -> str:
+        return check_under_roots(path, list(self.config.inputs.roots), field, "inputs.roots")
+
+    @staticmethod
+    def _read_input(real: str, shown: str, size: int, field: str) -> bytes:
+        """Up to ``size`` + 1 bytes of an input file (one more than expected shows that it grew)."""
+        try:
+            with open(real, "rb") as fh:
+                return fh.read(size + 1)
+        except OSError as e:
+            raise InvalidArgument(f"{field}: {shown}: cannot read: {e.strerror}") from None
 
     def _dereference(self, kind: str, data: bytes, field: str) -> tuple[str, bytes]:
         """The bytes of a journaled reference (:meth:`_reference`), checked again (roots, size, SHA-256)."""
         if not kind.endswith("_path"):
             return kind, data
-        from .registry import check_under_roots
-
         ref = json.loads(data)
-        real = check_under_roots(ref["path"], list(self.config.inputs.roots), field, "inputs.roots")
-        try:
-            with open(real, "rb") as fh:
-                blob = fh.read(int(ref["size"]) + 1)
-        except OSError as e:
-            raise InvalidArgument(f"{field}: {ref['path']}: cannot read: {e.strerror}") from None
+        blob = self._read_input(self._input_path(ref["path"], field), ref["path"], int(ref["size"]), field)
         if len(blob) != ref["size"] or hashlib.sha256(blob).hexdigest() != ref["sha256"]:
             raise InvalidArgument(f"{field}: {ref['path']}: the file changed since the job was submitted")
         return kind.removesuffix("_path"), blob
@@ -682,25 +699,27 @@ class Engine:
                 )
             if priority not in (0, 1, 2, 3, 4):
                 raise InvalidArgument(f"priority: {priority} is not a priority (LOW 1 .. CRITICAL 4)")
-            payloads = [
+            refs = [
                 self._reference(k, d, (fields or [])[i] if fields and i < len(fields) else f"partitions[{i}]")
                 for i, (k, d) in enumerate(payloads)
             ]
-            rhash = self.request_hash(c.id, payloads)
+            journaled = [r[0] for r in refs]
+            inputs = [r[1] for r in refs]  # a file named by reference: its bytes, read once above
+            rhash = self.request_hash(c.id, journaled)
             if request_id:
                 dup = self.table.duplicate(request_id, rhash)
                 if dup is not None:
                     return dup, True, 0
             names = fields or [
-                f"partitions[{i}].{'witness' if k == 'wtns' else 'inputs_json'}" for i, (k, _) in enumerate(payloads)
+                f"partitions[{i}].{'witness' if k == 'wtns' else 'inputs_json'}" for i, (k, _) in enumerate(inputs)
             ]
-            parts = [self._parse_part(c, i, k, d, names[i]) for i, (k, d) in enumerate(payloads)]
+            parts = [self._parse_part(c, i, k, d, names[i]) for i, (k, d) in enumerate(inputs)]
             with self._submit_lock:
                 with self.table.lock:
                     replaced = self.circuits.get(c.id) is not c
                 if replaced:  # redefined (RegisterCircuit replace) while this request was parsed: again
                     continue
-                job, pos = self._accept(c, parts, payloads, priority or c.spec.default_priority, request_id, rhash)
+                job, pos = self._accept(c, parts, journaled, priority or c.spec.default_priority, request_id, rhash)
                 if pos is None:
                     return job, True, 0
             assert isinstance(job, Job) or self.cluster is not None  # cluster mode: the QUEUED record
@@ -842,7 +861,7 @@ class Engine:
             jid = row["job_id"]
             n = row["attempts"]
             if max_attempts and n >= max_attempts:  # begun n times, never finished: the daemon died in it
-                err = f"quarantined after {n} attempts: the daemon stopped while proving it {n} times"
+                err = died_error(n)
                 self.journal.quarantine(jid, err)
                 log.error("event=job_quarantined job=%s circuit=%s attempts=%d", jid, row["circuit_id"], n)
                 continue

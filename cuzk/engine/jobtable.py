@@ -82,22 +82,19 @@ class JobTable:
             self.scheduler.drop_job(job)
         now = time.time()
         self.timeline.event("DONE", job.job_id, detail=state.value)
-        rec: JobRecord | None = JobRecord.finished(job, self.backend, now, self.host)
-        assert rec is not None
+        full = JobRecord.finished(job, self.backend, now, self.host)
+        rec: JobRecord | None = full
         if job.claim_token is None:
             try:
-                self.journal.finish(job.job_id, state.value, now, result=rec.to_json(), error=error or None)
+                self.journal.finish(job.job_id, state.value, now, result=full.to_json(), error=error or None)
             except Exception as e:
                 log.error("event=journal_error job=%s error=%r", job.job_id, str(e))
-        elif not self._finish_fenced(job, state, now, rec.to_json(), error):
+        elif not self._finish_fenced(job, state, now, full.to_json(), error):
             rec = self._lost_record(job)
         job.result = rec
         with self.lock:
             self.active.pop(job.job_id, None)
-            if rec is not None:
-                self.recent[job.job_id] = rec
-                while len(self.recent) > RECENT_RECORDS:
-                    self.recent.popitem(last=False)
+            self._remember(job.job_id, rec)
             self.totals[state] += 1
         if rec is not None and not job.lost:
             self._observe(job, rec)
@@ -105,6 +102,13 @@ class JobTable:
         if self.on_finished is not None:
             self.on_finished()
         return True
+
+    def _remember(self, job_id: str, rec: JobRecord | None) -> None:
+        """Keep a finished job's record for lookups (the newest RECENT_RECORDS); under the lock."""
+        if rec is not None:
+            self.recent[job_id] = rec
+            while len(self.recent) > RECENT_RECORDS:
+                self.recent.popitem(last=False)
 
     def _finish_fenced(self, job: Job, state: JobState, now: float, result: str, error: str) -> bool:
         """Cluster mode: write the result under this host's claim (its fencing token). A database that does
@@ -164,9 +168,8 @@ class JobTable:
         self.scheduler.remove_from_batch(job)
         self.scheduler.drop_job(job)
         job.result = self._lost_record(job)
-        if job.result is not None:
-            with self.lock:
-                self.recent[job.job_id] = job.result
+        with self.lock:
+            self._remember(job.job_id, job.result)
         job.done.set()
         self.timeline.event("DONE", job.job_id, detail="lost")
         return True

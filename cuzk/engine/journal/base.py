@@ -73,6 +73,11 @@ class Claim:
     lease_until: float  # unix time (the store's clock)
 
 
+def died_error(attempts: int) -> str:
+    """The error of a job FAILED because the daemon of one host stopped while proving it ``attempts`` times."""
+    return f"quarantined after {attempts} attempts: the daemon stopped while proving it {attempts} times"
+
+
 def lost_error(attempts: int, host: str | None) -> str:
     """The error of a job FAILED because its lease expired ``attempts`` times."""
     return (
@@ -450,7 +455,7 @@ class JournalStore(abc.ABC):
             out = []
             for jid, n in rows:
                 if limit and n >= limit:
-                    err = f"quarantined after {n} attempts: the daemon stopped while proving it {n} times"
+                    err = died_error(n)
                     t.x("UPDATE jobs SET state='failed', finished_at=?, error=? WHERE job_id=?", (at, err, jid))
                     t.x("INSERT INTO events (job_id, event, at, detail) VALUES (?, 'failed', ?, ?)", (jid, at, err))
                     out.append((jid, "failed"))
