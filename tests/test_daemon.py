@@ -481,7 +481,9 @@ def test_timeline_trace_and_idle_gaps(dev, tmp_path, capsys):
     # ts / dur in microseconds: the prove intervals match the analysis in ms
     proves = sorted((e["ts"], e["dur"]) for e in xs if e["cat"] == "prove")
     ivs = sorted((iv.start, iv.end - iv.start) for iv in an.intervals if iv.kind == "PROVE")
-    assert [(round(t / 1e3, 2), round(d / 1e3, 2)) for t, d in proves] == [(round(s, 2), round(d, 2)) for s, d in ivs]
+    # (the trace rounds start and end to 1 ns each, so a duration may differ from the analysis' by 2 ns)
+    assert len(proves) == len(ivs)
+    assert all(abs(t - s * 1e3) <= 1.5e-3 and abs(d - e * 1e3) <= 2.5e-3 for (t, d), (s, e) in zip(proves, ivs)), (proves, ivs)
     # the idle gaps between consecutive device jobs: reported, and in the trace
     gaps = an.gaps["cpu"]
     assert len(gaps) <= 5 and all(g.ms > 0 for g in gaps)

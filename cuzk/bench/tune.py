@@ -56,16 +56,20 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import CuzkError
 from ..cli.main import EXIT_OK
+from ..engine.config import toml_value
+from ..server.client import DaemonProcess
 from . import compare as cmp
 
 LC_NOTE = (
@@ -108,16 +112,8 @@ class Result:
     ratio: float  # the winner's total ratio (1.0 when the baseline stays: the best value tried otherwise)
 
 
-def _toml(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return str(v)
-    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _show(v: Any) -> str:
-    return _toml(v).strip('"')
+    return toml_value(v).strip('"')
 
 
 # -- circuits ----------------------------------------------------------------------------------------
@@ -179,9 +175,9 @@ def _write_config(path: Path, user_config: str, circuits: list[Circuit]) -> str:
         lines.append("[[circuits]]")
         for k, v in t.items():
             if isinstance(v, dict):
-                lines.append(f"{k} = {{ " + ", ".join(f"{kk} = {_toml(vv)}" for kk, vv in v.items()) + " }")
+                lines.append(f"{k} = {{ " + ", ".join(f"{kk} = {toml_value(vv)}" for kk, vv in v.items()) + " }")
             else:
-                lines.append(f"{k} = {_toml(v)}")
+                lines.append(f"{k} = {toml_value(v)}")
         lines.append("")
     path.write_text("\n".join(lines))
     return str(path)
@@ -250,25 +246,24 @@ def plan(a, backend: str, circuits: list[Circuit], settings, environ=None) -> tu
 # -- measuring ----------------------------------------------------------------------------------------
 
 
-class _Daemon:
+class _Daemon(DaemonProcess):
     """One ``cuzk daemon`` child with its own state folder and socket."""
 
     SECTION_KEYS = ("daemon.http_listen", "journal.url", "journal.path", "logging.file")
 
     def __init__(self, work: Path, name: str, config: str, sets: list[str]):
         from ..engine.config import SCHEMA
-        from ..server.client import start_daemon_process
 
         state = work / name
         state.mkdir()
         known = {f"{s}.{k}" for s, k, *_ in SCHEMA}
-        own = [f"daemon.state_dir={_toml(str(state))}", f"daemon.listen={_toml(f'unix://{state}/d.sock')}"]
+        own = [f"daemon.state_dir={toml_value(str(state))}", f"daemon.listen={toml_value(f'unix://{state}/d.sock')}"]
         own += [f'{k}=""' for k in self.SECTION_KEYS if k in known]  # no shared port, journal or log file
         args: list[str] = []
         for item in [*own, *sets]:
             args += ["--set", item]
         self.stderr = state / "stderr.txt"
-        self.p, self.c = start_daemon_process(config, f"unix://{state}/d.sock", self.stderr, args=args)
+        super().__init__(config, f"unix://{state}/d.sock", self.stderr, args=args)
 
     def prove(self, circ: Circuit) -> dict[str, float]:
         res = self.c.prove(circ.id, request_id=str(uuid.uuid4()), check=False, **circ.submit)
@@ -279,17 +274,13 @@ class _Daemon:
         out.update({f"prover.{k}": float(v) for k, v in res.phases.items()})
         return out
 
-    def stop(self) -> None:
-        import signal
-
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(60)
-            except Exception:
-                self.p.kill()
-                self.p.wait(10)
-        self.c.close()
+    def stop(self, timeout: float = 60.0) -> None:
+        try:
+            super().stop(timeout)
+        except subprocess.TimeoutExpired:  # a daemon that does not drain must not hold up the report
+            self.p.kill()
+            self.p.wait(10)
+            self.c.close()
 
 
 STAGES = ("total", "queue_wait", "srs_load", "synthesis", "gpu_compute", "finalize")
@@ -320,7 +311,7 @@ def measure(a, config: str, base_sets: list[str], circuits: list[Circuit], plan_
         for i, t in enumerate(tried):
             if bar is not None:
                 bar.set_description(f"{t.key}={_show(t.value)}")
-            flip = _Daemon(work, f"s{i}", config, [*base_sets, f"{t.key}={_toml(t.value)}"])
+            flip = _Daemon(work, f"s{i}", config, [*base_sets, f"{t.key}={toml_value(t.value)}"])
             try:
                 for c in circuits:
                     for _ in range(a.warmup):
@@ -394,7 +385,7 @@ def toml_fragment(results: list[Result], header: list[str]) -> str:
         lines += ["", f"[{section}]"]
         for r in rs:
             lines.append(f"# {r.verdict}; measured (ratio = flipped / baseline total): {_ratios(r)}")
-            lines.append(f"{r.key.partition('.')[2]} = {_toml(r.winner)}")
+            lines.append(f"{r.key.partition('.')[2]} = {toml_value(r.winner)}")
     return "\n".join(lines) + "\n"
 
 
@@ -413,11 +404,7 @@ def text_report(results: list[Result], skipped: dict[str, str], circuits: list[C
                     f"    {'phase (ms)':<{w}} {'baseline':>10} {'spread':>8} {'flipped':>10} {'spread':>8} {'ratio':>7} "
                     f"{'noise+-':>8}  verdict"
                 )
-                for x in rows:
-                    if x.old == 0 and x.new == 0:
-                        continue
-                    bb, fb = t.bands[c.id][x.phase]
-                    ratio = f"{x.ratio:.3f}" if math.isfinite(x.ratio) else "new"
+                for x, bb, fb, ratio in _shown_rows(t, c):
                     out.append(
                         f"    {x.phase:<{w}} {_f(x.old):>10} {_f(bb):>8} {_f(x.new):>10} {_f(fb):>8} {ratio:>7} "
                         f"{_f(x.noise):>8}  {x.verdict}"
@@ -432,6 +419,16 @@ def text_report(results: list[Result], skipped: dict[str, str], circuits: list[C
     return "\n".join(out) + "\n"
 
 
+def _shown_rows(t: Tried, c: Circuit) -> Iterator[tuple[Any, float, float, str]]:
+    """The compared phases of one value tried on one circuit that either side has (row, baseline band,
+    flipped band, ratio as shown)."""
+    for x in t.rows.get(c.id, []):
+        if x.old == 0 and x.new == 0:
+            continue
+        bb, fb = t.bands[c.id][x.phase]
+        yield x, bb, fb, (f"{x.ratio:.3f}" if math.isfinite(x.ratio) else "new")
+
+
 def markdown_report(results: list[Result], skipped: dict[str, str], circuits: list[Circuit], meta: dict[str, Any]) -> str:
     out = [
         f"`cuzk tune` on {meta['host']} ({meta['backend']} backend), {meta['runs']} interleaved runs per side, "
@@ -443,11 +440,7 @@ def markdown_report(results: list[Result], skipped: dict[str, str], circuits: li
     for r in results:
         for t in r.tried:
             for c in circuits:
-                for x in t.rows.get(c.id, []):
-                    if x.old == 0 and x.new == 0:
-                        continue
-                    bb, fb = t.bands[c.id][x.phase]
-                    ratio = f"{x.ratio:.3f}" if math.isfinite(x.ratio) else "new"
+                for x, bb, fb, ratio in _shown_rows(t, c):
                     out.append(
                         f"| {t.key} | {_show(t.baseline)} | {_show(t.value)} | {c.id} | {x.phase} | {_f(x.old)} ({_f(bb)}) "
                         f"| {_f(x.new)} ({_f(fb)}) | {ratio} | {x.verdict} |"

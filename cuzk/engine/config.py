@@ -857,15 +857,16 @@ def parse_override(item: str) -> tuple[str, Any]:
     return key, value
 
 
-def _toml_value(v: object) -> str:
+def toml_value(v: object) -> str:
+    """``v`` as a TOML literal (a --set value, a config fragment)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return str(v)
     if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + "}"
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -878,14 +879,14 @@ def reference_text() -> str:
             out += ["", f"[{s}]"]
             cur = s
         out.append(f"# {doc}")
-        out.append(f"{k} = {_toml_value(default)}")
+        out.append(f"{k} = {toml_value(default)}")
     out += ["", "# The GPU backend's switches (defaults: the measured winners; CUZK_* variables override them)", "[gpu]"]
     for k, default, doc in settings_reference("gpu"):
         out.append(f"# {doc}")
-        out.append(f"{k} = {_toml_value(list(default) if isinstance(default, tuple) else default)}")
+        out.append(f"{k} = {toml_value(list(default) if isinstance(default, tuple) else default)}")
     out += ["", "# One table per circuit (also registrable at run time with the RegisterCircuit RPC).", "# [[circuits]]"]
     for k, default, _kind, doc in CIRCUIT_KEYS:
-        out.append(f"# {k} = {_toml_value(default)}    # {doc}")
+        out.append(f"# {k} = {toml_value(default)}    # {doc}")
     return "\n".join(out) + "\n"
 
 

@@ -500,8 +500,15 @@ class DaemonProcess:
     """A daemon run as a process (:func:`start_daemon_process`) with its client ``c``: stopped with SIGTERM
     (it drains) or killed with SIGKILL (tests of crash recovery)."""
 
-    def __init__(self, config: str | os.PathLike[str], address: str, stderr_path: str | os.PathLike[str], timeout: float = 120.0):
-        self.p, self.c = start_daemon_process(config, address, stderr_path, timeout)
+    def __init__(
+        self,
+        config: str | os.PathLike[str],
+        address: str,
+        stderr_path: str | os.PathLike[str],
+        timeout: float = 120.0,
+        args: list[str] | tuple[str, ...] = (),
+    ):
+        self.p, self.c = start_daemon_process(config, address, stderr_path, timeout, args)
 
     def kill9(self) -> None:
         import signal
