@@ -90,6 +90,14 @@ def test_the_fragment_of_a_faster_flip_loads_and_changes_the_running_configurati
     assert engine_delay(frag, **{}) == 0.0  # the fragment's winner is what the engine applies
 
 
+def test_budget_stops_starting_new_values_and_says_which_were_not_reached(test_switches_on, tmp_path):
+    # the baseline daemon's start and warm-up alone outlast a 1 ms budget: no value is started
+    res = tune(tmp_path, "--switch", "test.delay_ms=150", "--switch", "test.noop", "--runs", "2", "--budget", "0.001")
+    assert res["switches"] == []
+    assert res["skipped"]["test.delay_ms"] == "150 not reached within --budget 0.001 s"
+    assert res["skipped"]["test.noop"] == "true not reached within --budget 0.001 s"
+
+
 def test_hidden_switches_listed_and_honoured_only_under_the_variable(monkeypatch):
     monkeypatch.delenv(switches.TEST_ENV, raising=False)
     monkeypatch.setattr(prover, "_test_switches", (0.0, False))

@@ -2,7 +2,7 @@
 # One device session: install the carried wheels, build the kernels, run the GPU tests, benchmark.
 # Usage (through the device tool, carry [".whl", ".cache/cuda"]):
 #   bash cuzk/bench/device_run.sh MODES [extra args for cuzk.bench.gpu_kernels or cuzk.bench.gpu_prove]
-# MODES: a comma-separated list of tests, vectors, bench, prove, curves, curves_short, synth, or "all"
+# MODES: a comma-separated list of tests, vectors, bench, prove, curves, curves_short, synth, porep, tune, or "all"
 #   (= tests,bench)
 #   porep: a PoRep partition from its vanilla proof, in process, GPU key in memory (issue 18's device row:
 #   8 MiB sector, POREP_CHALLENGES challenges, default 68 = ~130M constraints; needs an H200's memory)
@@ -98,4 +98,11 @@ fi
 if has porep; then
   timeout "${POREP_TIMEOUT:-560}" python3 -m cuzk.bench.porep_e2e --in-process --backend gpu --sector-size 8MiB \
     --challenges "${POREP_CHALLENGES:-68}" --reps "${POREP_REPS:-2}" --witness-processes "${POREP_WP:-0}" --json "$OUT/porep_e2e.json" 2>&1 | tee "$OUT/porep_e2e.txt" | tail -12
+fi
+if has tune; then
+  # issue 22's device tune: "$@" are `cuzk tune` arguments (e.g. --dev porep:24 --runs 5 --switch ...); dev keys
+  # are made on the GPU; register caps other than the carried cubins' compile here (device time)
+  timeout "${TUNE_TIMEOUT:-540}" python3 -m cuzk tune --backend gpu --json "$OUT/tune.json" \
+    --markdown "$OUT/tune.md" --toml "$OUT/tune.toml" "$@" 2>&1 | tee "$OUT/tune.txt" | grep -v '^|' | tail -30
+  cat "$OUT/tune.md" | grep -v 'prover\.' | tail -60
 fi

@@ -4,7 +4,7 @@
     cuzk tune --dev SHAPE:LOG ...                                   a synthetic circuit (hash:12, dense:14, ...)
     cuzk tune --config F --circuit ID=INPUT[,INPUT...] ...          registered circuits of a daemon config
           [--switch KEY[=VALUE]]... [--runs 5] [--warmup 1] [--set KEY=VALUE]... [--backend cpu|gpu]
-          [--threshold 0.03] [--min-ms 1.0] [--json F] [--markdown F] [--toml F]
+          [--threshold 0.03] [--min-ms 1.0] [--budget SECONDS] [--json F] [--markdown F] [--toml F]
 
 (``--python``, ``--dev`` and ``--circuit`` may be repeated and mixed.) The baseline configuration (the
 config file, if any, with ``--set``) runs in one daemon process; for each switch value tried, a second
@@ -136,7 +136,7 @@ def _python_circuit(spec: str, params: str, work: Path, n: int) -> Circuit:
     return Circuit(f"py{n}", True, {"inputs": inputs}, table)
 
 
-def _dev_circuit(spec: str, work: Path, n: int) -> Circuit:
+def _dev_circuit(spec: str, work: Path, n: int, backend: str = "") -> Circuit:
     from ..engine.devcircuit import make_dev_circuit
     from ..r1cs import synthetic
 
@@ -147,8 +147,18 @@ def _dev_circuit(spec: str, work: Path, n: int) -> Circuit:
         log_n = int(size)
     except ValueError:
         raise CuzkError(f"--dev {spec}: expected SHAPE:LOG2, e.g. hash:12") from None
-    dc = make_dev_circuit(work / f"dev{n}", shape, log_n)
+    # porep-shaped circuits get Filecoin's (bellperson) key style, as the GPU benchmarks prove them; on the
+    # GPU backend the key is made on the GPU (a 2^24 CPU setup would take longer than the whole tune)
+    style = "bellperson" if shape == "porep" else "snarkjs"
+    dc = make_dev_circuit(work / f"dev{n}", shape, log_n, style=style, setup_on="gpu" if backend == "gpu" else "cpu")
     return Circuit(f"dev{n}-{shape}{log_n}", False, {"witness": dc.witness(1)}, dc.spec(f"dev{n}-{shape}{log_n}"))
+
+
+def _backend_of(cfg) -> str:
+    from ..backends import gpu_available
+
+    b = cfg.gpus.backend
+    return b if b != "auto" else ("gpu" if gpu_available() else "cpu")
 
 
 def _config_circuit(item: str, cfg) -> Circuit:
@@ -296,9 +306,12 @@ def _order(names: list[str]) -> list[str]:
     return [s for s in STAGES if s in names] + [n for n in names if n not in STAGES]
 
 
-def measure(a, config: str, base_sets: list[str], circuits: list[Circuit], plan_fn, work: Path, bar=None):
+def measure(a, config: str, base_sets: list[str], circuits: list[Circuit], plan_fn, work: Path, bar=None, skipped=None):
     """Start the baseline daemon; ``plan_fn(backend)`` -> the values to try; for each, a daemon beside the
-    baseline's, both warmed, then A B A B ... Returns (backend, the values tried, measured)."""
+    baseline's, both warmed, then A B A B ... Returns (backend, the values measured). With ``a.budget``
+    (seconds), a value whose turn comes when the time left is under the mean time of the values measured
+    so far is not started: it goes to ``skipped`` as not reached (the order is the registry's)."""
+    t0 = time.perf_counter()
     base = _Daemon(work, "base", config, base_sets)
     try:
         backend = str(base.c.status().get("backend", ""))
@@ -308,7 +321,17 @@ def measure(a, config: str, base_sets: list[str], circuits: list[Circuit], plan_
                 base.prove(c)
         if bar is not None:
             bar.reset(total=len(tried) * len(circuits) * (a.warmup + 2 * a.runs))
+        budget = getattr(a, "budget", 0.0) or 0.0
+        t_first = time.perf_counter()
         for i, t in enumerate(tried):
+            mean = (time.perf_counter() - t_first) / i if i else 0.0
+            if budget and time.perf_counter() - t0 + mean > budget:
+                for rest in tried[i:]:
+                    if skipped is not None:
+                        prev = skipped.get(rest.key, "")
+                        what = f"{_show(rest.value)} not reached within --budget {budget:g} s"
+                        skipped[rest.key] = f"{prev}; {what}" if prev else what
+                return backend, tried[:i]
             if bar is not None:
                 bar.set_description(f"{t.key}={_show(t.value)}")
             flip = _Daemon(work, f"s{i}", config, [*base_sets, f"{t.key}={toml_value(t.value)}"])
@@ -528,7 +551,7 @@ def cmd_tune(a) -> int:
         for i, spec in enumerate(a.python):
             params = a.circuit_params[i] if i < len(a.circuit_params) else ""
             circuits.append(_python_circuit(spec, params, work, i))
-        circuits += [_dev_circuit(spec, work, i) for i, spec in enumerate(a.dev)]
+        circuits += [_dev_circuit(spec, work, i, _backend_of(user_cfg)) for i, spec in enumerate(a.dev)]
         circuits += [_config_circuit(item, user_cfg) for item in a.circuit]
         names = {c.id: (c.spec or {}).get("python", "") or c.id for c in circuits}
         config = _write_config(work / "tune.toml", a.config, circuits)
@@ -547,7 +570,7 @@ def cmd_tune(a) -> int:
                 raise CuzkError("no switch to try: " + "; ".join(f"{k}: {v}" for k, v in why.items()))
             return tried
 
-        backend, tried = measure(a, config, base_sets, circuits, plan_fn, work, bar)
+        backend, tried = measure(a, config, base_sets, circuits, plan_fn, work, bar, skipped)
         elapsed = time.perf_counter() - t0
     finally:
         if bar is not None:
@@ -610,6 +633,9 @@ def add_arguments(s) -> None:
     s.add_argument("--warmup", type=int, default=1, help="untimed proofs per daemon and circuit first (default 1)")
     s.add_argument("--backend", choices=["cpu", "gpu"], default="", help="gpus.backend for every configuration")
     add_set_option(s)
+    s.add_argument(
+        "--budget", type=float, default=0.0, metavar="SECONDS", help="stop starting new switch values after this long (0 = none)"
+    )
     s.add_argument("--threshold", type=float, default=0.03, help="relative noise floor (default 0.03)")
     s.add_argument("--min-ms", type=float, default=1.0, help="absolute noise floor in ms (default 1.0)")
     s.add_argument("--json", default="", metavar="FILE", help="write the results as JSON ('-' = stdout)")

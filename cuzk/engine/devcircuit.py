@@ -53,7 +53,10 @@ def make_dev_circuit(
     style: str = "snarkjs",
     seed: int = 1,
     curve: str = "bls12_381",
+    setup_on: str = "cpu",
 ) -> DevCircuit:
+    """``setup_on="gpu"``: the keys are made on the current GPU (a 2^24 key: seconds instead of the CPU
+    setup's many minutes) and the device copy is freed once the key file is written."""
     from ..groth16 import params, setup, zkey
 
     folder = Path(folder)
@@ -67,7 +70,10 @@ def make_dev_circuit(
     c = synthetic.make(shape, n, seed=seed, curve=curve)
     r1cs = folder / "circuit.r1cs"
     write_r1cs(r1cs, c.pce, c.n_pub_out, c.n_pub_in, c.n_prv_in)
-    pk = setup.setup(c.pce, style=style, quiet=True)
+    if setup_on == "gpu":
+        pk = _gpu_setup(c.pce, style)
+    else:
+        pk = setup.setup(c.pce, style=style, quiet=True)
     if style == "snarkjs":
         key, fmt = folder / "circuit.zkey", "zkey"
         zkey.write_zkey(key, pk)
@@ -80,3 +86,15 @@ def make_dev_circuit(
 
     write_vk_json(folder / "verification_key.json", pk.vk)
     return DevCircuit(folder, shape, n, str(r1cs), str(key), fmt, str(wt), c.pce.n_wires, pk.domain_log, pk.curve.name)
+
+
+def _gpu_setup(pce: Any, style: str) -> Any:
+    import cupy
+
+    from ..backends.gpu import setup as gsetup
+    from ..backends.gpu.backend import evict_device_key
+
+    pk = gsetup.setup(pce, style, quiet=True, host_copy=True)
+    evict_device_key(pk, cupy.cuda.Device().id)  # the daemons under test load the key file themselves
+    cupy.get_default_memory_pool().free_all_blocks()
+    return pk
