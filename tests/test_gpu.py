@@ -403,6 +403,93 @@ def test_msm_equal_and_opposite_points_in_one_bucket(C, group, mode, monkeypatch
     assert got == _cpu_msm(group, HostBases(C, group, raw, len(seq)), s), (group, mode)
 
 
+# ---------------------------------------------------------------------------------------------
+# precomputed tables of fixed bases (msm_table.cu)
+
+
+@on_curves
+@pytest.mark.parametrize("window,copies", [(8, 2), (13, 3), (9, 29)])
+def test_table_rows_are_the_multiples_of_the_bases(C, window, copies):
+    """Row i of copy j is 2^(window j) P_i in the zkey layout, bit for bit (infinity stays (0, 0))."""
+    n = 37
+    bases, host = _device_bases(1, n, infinity_every=7, C=C)
+    t = gmsm.build_table(bases, window, copies, C)
+    assert t.points.shape[0] == copies * n and t.bases.data.ptr == t.points.data.ptr
+    got = cupy.asnumpy(t.points).tobytes()
+    row = gmsm.point_words(C, 1) * 8
+    P = host.points()
+    for j in range(copies):
+        want = pts.to_lem(C, 1, [p * C.lib.Scalar(pow(2, window * j, C.r)) for p in P])
+        assert got[j * n * row : (j + 1) * n * row] == want, (window, copies, j)
+
+
+@on_curves
+@pytest.mark.parametrize("n", [1, 2, 37, 4097, (1 << 16) + 3])
+@pytest.mark.parametrize("kind", ["random", "r-1", "bits", "zero", "one", "small"])
+def test_msm_with_a_table_matches_cpu(C, n, kind):
+    """Tables of 2 copies (16 bucket sets of 2 windows), of 5 (5 sets) and of 16 (16-bit windows: one
+    set), on bases with infinities and repeats, against the CPU library."""
+    bases, host = _device_bases(1, n, infinity_every=7 if n > 10 else 0, C=C)
+    s = _scalars(kind, n, C)
+    want = _cpu_msm(1, host, s)
+    for window, copies in ((8, 2), (11, 5), (16, 16)):
+        t = gmsm.build_table(bases, window, copies, C)
+        st = gmsm.MsmStats(n, 0, 0)
+        got = gmsm.msm(1, t.bases, cupy.asarray(s), stats=st, curve=C, table=t)
+        assert got == want, (n, kind, window, copies)
+        assert st.window in (0, window)
+
+
+@pytest.mark.parametrize("mode", ["even", "items"])
+def test_msm_with_a_table_chunked_and_in_both_accumulations(mode, monkeypatch):
+    """Chunks of a table MSM index rows past their own start (the scatter's offset); equal scalars crowd
+    one bucket per bucket set with the same base's copies (doublings, and with -P, infinities)."""
+    switches(monkeypatch, msm_acc=mode)
+    n = 10000
+    bases, host = _device_bases(1, n, infinity_every=11)
+    t = gmsm.build_table(bases, 12, 4)
+    for s in (rand_fr(n), np.tile(rand_fr(1), (n, 1))):
+        d = cupy.asarray(s)
+        want = _cpu_msm(1, host, s)
+        assert gmsm.msm(1, t.bases, d, chunk=999, table=t) == gmsm.msm(1, t.bases, d, table=t) == want, mode
+
+
+def test_plan_table_follows_the_cost_model_and_the_budget():
+    row = gmsm.point_words(BLS, 1) * 8
+    assert gmsm.plan_table(1 << 24, 100 << 30) == (22, 12)  # every window its own copy: one bucket set
+    c, k = gmsm.plan_table(1 << 27, 27 * 10**9)
+    assert (k - 1) * (1 << 27) * row <= 27 * 10**9 and k == 3
+    assert gmsm.plan_table(1 << 24, 0) == (0, 1) and gmsm.plan_table(1 << 24, (1 << 24) * row - 1) == (0, 1)
+    c, k = gmsm.plan_table(1 << 20, 1 << 40)
+    assert k * (1 << 20) <= 1 << 31 and k == -(-256 // c)
+    with pytest.raises(ValueError, match="its own G1 bases"):
+        bases, _ = _device_bases(1, 8)
+        gmsm.msm(1, bases, cupy.asarray(rand_fr(8)), table=gmsm.build_table(bases, 8, 2))
+
+
+def test_gpu_prover_with_a_table_equals_without(monkeypatch):
+    """gpu.msm_table = auto: the H bases get a table when the key becomes resident (the size floor lowered
+    for a 2^12 circuit), and the proof equals the one without, for the same r and s."""
+    from cuzk.backends.gpu import backend as gbackend
+    from cuzk.groth16 import prover, setup, verifier
+    from cuzk.r1cs import synthetic
+
+    c = synthetic.make("porep", 3000, seed=7)
+    for style in ("bellperson", "snarkjs"):
+        pk = setup.setup(c.pce, style, quiet=True)
+        r, s = secrets.randbelow(R), secrets.randbelow(R)
+        plain = prover.prove(pk, c.witness, get_backend("gpu"), r=r, s=s)
+        assert not gbackend.device_key(pk).tables
+        gbackend.evict_device_key(pk, cupy.cuda.Device().id)
+        switches(monkeypatch, msm_table="auto")
+        monkeypatch.setattr(gbackend, "TABLE_MIN_BASES", 1)
+        tabled = prover.prove(pk, c.witness, get_backend("gpu"), r=r, s=s)
+        dk = gbackend.device_key(pk)
+        assert "h" in dk.tables and dk.tables["h"].copies >= 2 and dk.points["h"].data.ptr == dk.tables["h"].points.data.ptr
+        assert tabled.proof == plain.proof and verifier.verify(pk.vk, tabled.public, tabled.proof), style
+        switches(monkeypatch, msm_table="off")
+
+
 def test_msm_large_with_repeated_bases():
     n = (1 << 20) + 7
     bases, host = _device_bases(1, n)

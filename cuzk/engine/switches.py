@@ -96,6 +96,11 @@ _GPU: dict[str, tuple[str, str, str]] = {
         "H200, 2026-12-03, BENCHMARKS 2c: the 0/1 sum at 2^26 66.8 -> 41.5 ms (compact)",
         "a compaction pass and an index list in device memory vs a masked loop over every scalar",
     ),
+    "msm_table": (
+        "",
+        "not yet measured on a device (issue 20: predicted msm_h -15% at 2^24, -5% at 2^27 where memory allows one or two copies)",
+        "GPU memory beside the SRS (up to ~12 copies of the H bases) and a table build at key load vs more windows and bucket reductions",
+    ),
     "msm_window": (
         "D4",
         "H200, 2026-12-02 (run s2-5), BENCHMARKS 2b: per MSM G1 2^26 986.7 vs 22 fixed 1081.3 ms; G2 2^24 1073.7 vs 1229.2",

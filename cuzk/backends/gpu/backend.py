@@ -14,7 +14,8 @@ Every curve of cuzk.curves runs here: the kernels are built from the curve's pre
 curve picks them. Switches come from the process-wide :class:`~cuzk.backends.gpu.config.GpuConfig`
 (the daemon's ``[gpu]`` table; environment variables override it for benchmarks): ``b_g2`` (gpu|cpu),
 ``pinned``, ``upload_copy`` (parallel|single: the copy into the pinned stage), ``ntt_batch`` (a, b, c in
-one batched NTT launch per pass, phase ``ntt_abc``, or one after the other, phases ``ntt_a/b/c``).
+one batched NTT launch per pass, phase ``ntt_abc``, or one after the other, phases ``ntt_a/b/c``),
+``msm_table`` (precomputed multiples of the H bases built when the key becomes resident).
 """
 
 from __future__ import annotations
@@ -60,11 +61,42 @@ class DeviceKey:
             self.index = {}
             if pk.a_aux_density is not None:
                 self.index = {which: cupy.asarray(pk.scalar_index(which)) for which in ("a", "b")}
+            self.tables: dict[str, gmsm.BaseTable] = {}
+            self.table_seconds = 0.0
+            if config.current().msm_table == "auto":
+                self._table_h(pk)
         self.nbytes = (
             sum(int(a.nbytes) for a in self.points.values())
             + sum(int(x.nbytes) for v in self.mats.values() for x in v[:3])
             + sum(int(a.nbytes) for a in self.index.values())
+            + sum(t.extra_bytes for t in self.tables.values())
         )
+
+    def _table_h(self, pk: ProvingKey) -> None:
+        """Precomputed multiples of the H bases (gpu.msm_table = "auto"): the one MSM whose scalars are
+        full-size in both key styles. As many copies as fit in the free memory left after a reserve for
+        the proofs' working memory (TABLE_RESERVE_PER_ROW x the domain, plus a tenth of the device); none
+        when not one copy fits or the H vector is short (TABLE_MIN_BASES)."""
+        h = self.points.get("h")
+        if h is None or h.shape[0] < TABLE_MIN_BASES:
+            return
+        free, total = cupy.cuda.runtime.memGetInfo()
+        budget = free - TABLE_RESERVE_PER_ROW * pk.domain_size - total // 10
+        c, k = gmsm.plan_table(int(h.shape[0]), max(0, budget), pk.curve)
+        if k < 2:
+            return
+        t = time.perf_counter()
+        table = gmsm.build_table(h, c, k, pk.curve)
+        self.table_seconds = time.perf_counter() - t
+        self.tables["h"] = table
+        self.points["h"] = table.bases  # the plain vector is copy 0 of the table
+
+
+# bytes per domain row a proof needs on the device beyond the key (a, b, c slab and h: 128; the MSM's
+# sorted entries, cursor and partials at ~13 windows: ~150), with margin; and the shortest H vector worth
+# a table (below it the MSM is launch-bound)
+TABLE_RESERVE_PER_ROW = 384
+TABLE_MIN_BASES = 1 << 16
 
 
 _keys_lock = threading.Lock()
@@ -282,7 +314,9 @@ class GpuSession:
             return CpuSession(self.pk, cpu.resident(self.pk), self.timer).msm(group, bases, host, skip_infinity, label)
         name = {"b1": "b_g1", "b2": "b_g2"}.get(label, label)
         with self.ev.phase(f"msm_{name}"):
-            return library.Done(gmsm.msm(group, self.dk.points[bases], cupy.ascontiguousarray(scalars), curve=self.curve))
+            table = self.dk.tables.get(bases)
+            pts_ = self.dk.points[bases]
+            return library.Done(gmsm.msm(group, pts_, cupy.ascontiguousarray(scalars), curve=self.curve, table=table))
 
     def submitted(self) -> None:
         self.ev.flush()

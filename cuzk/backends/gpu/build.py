@@ -32,7 +32,7 @@ from ...curves import get as get_curve
 from . import config
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
-MODULES = ("msm", "ntt", "fr_ops", "setup")  # what the prover and the GPU setup load
+MODULES = ("msm", "msm_table", "ntt", "fr_ops", "setup")  # what the prover and the GPU setup load
 DEFAULT_CURVE = "bls12_381"  # TODO(curves): the MSM/NTT wrappers still assume BLS12-381 (msm.py, ntt.py)
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$', re.M)
 _EXTRA_MODULES: dict[str, Path] = {}

@@ -80,6 +80,12 @@ class GpuConfig:
         "the sum of the bases whose scalar is one: compacted indices, or a masked grid-stride loop",
         ("compact", "masked"),
     )
+    msm_table: str = _f(
+        "off",
+        "CUZK_MSM_TABLE",
+        "precomputed multiples 2^(c j) P of the H bases kept beside the SRS (auto: as many copies as the free memory allows)",
+        ("off", "auto"),
+    )
     msm_window: int = _f(0, "CUZK_MSM_WINDOW", "force the MSM window bits (2-31); 0 = chosen per MSM", kind="window")
     msm_even_s: int = _f(0, "CUZK_MSM_EVEN_S", "entries per thread of the even accumulation; 0 = chosen per MSM", kind="count")
     # compile-time: launch-bound register caps (minimum resident blocks per SM; 0 = ptxas decides)

@@ -9,6 +9,10 @@ across bucket boundaries (GpuConfig.msm_acc = "even", the default; the pieces of
 combined by a parallel tree) or one thread per work item of a bucket ("items"). Switches come from
 :func:`config.current` (config.py), never from the environment directly.
 
+Fixed bases may carry a :class:`BaseTable` of precomputed multiples (copy j = 2^(c j) P, kernels in
+msm_table.cu): window w of the signed digits then reads copy (w mod k) into bucket set (w div k), so a
+table of k copies needs ceil(W / k) bucket reductions instead of W and affords a larger window.
+
 Every function takes the curve (``curve``: a :class:`cuzk.curves.Curve` or its name; BLS12-381 when
 omitted, for the benchmarks' sake): the point sizes, the cubins (built from the curve's preamble) and
 the decoding of results (into the curve's CPU point library) follow it.
@@ -97,6 +101,77 @@ def even_chunk(n_entries: int) -> int:
     if forced:
         return forced
     return max(4, min(64, n_entries >> 19))
+
+
+TABLE_RUN = 16  # points per thread of g1_table_affine (one inversion per run): msm_table.cu's TABLE_RUN
+TABLE_MAX_WINDOW = 24  # 2^23 buckets of one set: 1.6 GB of G1 partials
+TABLE_BUILD_CHUNK = 1 << 22  # points per launch pair of the table build (bounds its XYZZ scratch: 0.8 GB)
+
+
+@dataclass
+class BaseTable:
+    """Precomputed multiples of n fixed G1 bases: rows [j n, (j + 1) n) hold 2^(window j) P_i, copy 0 is
+    the bases themselves (:attr:`bases`, a view: the table replaces the plain vector)."""
+
+    points: cupy.ndarray  # (copies * n, point words)
+    n: int
+    copies: int
+    window: int
+
+    @property
+    def bases(self) -> cupy.ndarray:
+        return self.points[: self.n]
+
+    @property
+    def extra_bytes(self) -> int:
+        """Device bytes beyond the plain vector's."""
+        return int(self.points.nbytes) * (self.copies - 1) // self.copies
+
+
+def plan_table(n: int, budget_bytes: int, curve: Curve | str | None = None, bits: int = 255) -> tuple[int, int]:
+    """(window, copies) for a table of n G1 bases in at most ``budget_bytes`` more device memory: the
+    window and copy count minimising windows x n + BUCKET_COST x buckets x bucket sets (the cost model of
+    :func:`choose_window`), the fewest copies among equal costs; (0, 1) when not one extra copy fits or
+    the table would not beat the plain MSM's cost."""
+    row = point_words(curve_of(curve), 1) * 8
+    if n <= 0:
+        return 0, 1
+    max_copies = min(1 + budget_bytes // (n * row), (1 << 31) // n)  # entries index rows in 31 bits
+    k_b = BUCKET_COST[1]
+    plain = min(math.ceil((bits + 1) / c) * (n + k_b * (1 << (c - 1))) for c in range(4, 23))
+    best, best_cost = (0, 1), plain
+    for c in range(8, TABLE_MAX_WINDOW + 1):
+        nwin = math.ceil((bits + 1) / c)
+        for k in range(2, min(max_copies, nwin) + 1):
+            cost = nwin * n + k_b * (1 << (c - 1)) * math.ceil(nwin / k)
+            if cost < best_cost * 0.999:  # a copy must buy more than rounding
+                best, best_cost = (c, k), cost
+    return best
+
+
+def build_table(bases: cupy.ndarray, window: int, copies: int, curve: Curve | str | None = None) -> BaseTable:
+    """The table of ``copies`` copies of the G1 ``bases`` (device LEM points) for ``window``."""
+    curve = curve_of(curve)
+    n = int(bases.shape[0])
+    words = point_words(curve, 1)
+    op = f"precomputed table of {copies} x {n} G1 bases (window {window})"
+    with op_errors(op):
+        pts_ = cupy.empty((copies * n, words), dtype=cupy.uint64)
+        pts_[:n] = bases
+        scratch = cupy.empty((min(TABLE_BUILD_CHUNK, max(1, n)), 2 * words), dtype=cupy.uint64)
+        for j in range(1, copies):
+            for s in range(0, n, TABLE_BUILD_CHUNK):
+                m = min(TABLE_BUILD_CHUNK, n - s)
+                src = pts_[(j - 1) * n + s : (j - 1) * n + s + m]
+                dst = pts_[j * n + s : j * n + s + m]
+                _launch(
+                    curve, "msm_table", "g1_table_double", grid_for(m, 128), 128, (src, u32(m), np.int32(window), scratch), op
+                )
+                runs = -(-m // TABLE_RUN)
+                _launch(curve, "msm_table", "g1_table_affine", grid_for(runs, 128), 128, (scratch, u32(m), dst), op)
+        del scratch
+        synchronize(op)
+    return BaseTable(pts_, n, copies, window)
 
 
 def _poisoned(shape, dtype=cupy.uint64) -> cupy.ndarray:
@@ -233,9 +308,18 @@ def ones_mode() -> str:
 
 
 def _msm_chunk(
-    group: int, bases: cupy.ndarray, scalars: cupy.ndarray, window: int | None, ones: bool, stats: MsmStats, curve: Curve
+    group: int,
+    bases: cupy.ndarray,
+    scalars: cupy.ndarray,
+    window: int | None,
+    ones: bool,
+    stats: MsmStats,
+    curve: Curve,
+    table: BaseTable | None = None,
+    offset: int = 0,
 ) -> tuple[list, int, np.ndarray | None]:
-    """One MSM on device arrays; returns ([(window sum XYZZ words, shift)], window, ones-sum words)."""
+    """One MSM on device arrays; returns ([(bucket-set sum XYZZ words, shift)], window, ones-sum words).
+    With ``table`` (G1): ``bases`` are rows [offset, offset + n) of its copy 0."""
     n = scalars.shape[0]
     words = xyzz_words(curve, group)
     rb = REDUCE_BLOCK[group]
@@ -276,14 +360,22 @@ def _msm_chunk(
             stats.ones += int(ones_count)
             prof.flush()
             return [], 0, cupy.asnumpy(extra)[0] if n_extra else None
-        c = window or choose_window(n_other, group, bits)
+        c = table.window if table is not None else window or choose_window(n_other, group, bits)
         nwin = max(1, -(-(bits + 1) // c))
+        k = min(table.copies, nwin) if table is not None else 1  # windows per bucket set
+        nset = -(-nwin // k)  # bucket sets: one per window without a table
         nb = 1 << (c - 1)
-        total = nwin * nb
+        total = nset * nb
         stats.window, stats.windows = c, nwin
-        op = f"G{group} MSM of {n} points (window {c})"
+        op = f"G{group} MSM of {n} points (window {c}{f', {k} table copies' if table is not None else ''})"
         counts = cupy.zeros(total, dtype=cupy.uint32)
-        _launch(curve, "msm", "msm_count", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), counts), op)
+        if table is not None:
+            args = (scalars, flags, u32(n), np.int32(c), np.int32(nwin), np.int32(k), counts)
+            _launch(curve, "msm_table", "table_count", grid_for(n), BLOCK, args, op)
+        else:
+            _launch(
+                curve, "msm", "msm_count", grid_for(n), BLOCK, (scalars, flags, u32(n), np.int32(c), np.int32(nwin), counts), op
+            )
         prof.mark("count")
         ends = cupy.cumsum(counts, dtype=cupy.uint64)
         n_entries = int(ends[-1])
@@ -306,16 +398,21 @@ def _msm_chunk(
         prof.mark("scan")
         entries = _poisoned(max(1, n_entries), cupy.uint32)
         cursor = offsets.copy()
-        _launch(
-            curve,
-            "msm",
-            "msm_scatter",
-            grid_for(n),
-            BLOCK,
-            (scalars, flags, u32(n), np.int32(c), np.int32(nwin), cursor, entries),
-            op,
-        )
+        if table is not None:
+            args = (scalars, flags, u32(n), np.int32(c), np.int32(nwin), np.int32(k), u32(table.n), u32(offset), cursor, entries)
+            _launch(curve, "msm_table", "table_scatter", grid_for(n), BLOCK, args, op)
+        else:
+            _launch(
+                curve,
+                "msm",
+                "msm_scatter",
+                grid_for(n),
+                BLOCK,
+                (scalars, flags, u32(n), np.int32(c), np.int32(nwin), cursor, entries),
+                op,
+            )
         del cursor
+        rows = table.points if table is not None else bases  # what the entries index
         if not even:
             item_start = _poisoned(max(1, nitems), cupy.uint32)
             item_len = _poisoned(max(1, nitems), cupy.uint32)
@@ -334,7 +431,7 @@ def _msm_chunk(
         buckets = None if even else _poisoned((total, words))
         if even:
             partials, S = _accumulate_even(
-                group, bases, entries, bounds, total, n_entries, max_count, op, prof, "accumulate", curve
+                group, rows, entries, bounds, total, n_entries, max_count, op, prof, "accumulate", curve
             )
             del entries
             prof.mark("combine")
@@ -346,7 +443,7 @@ def _msm_chunk(
                 _k(group, "accumulate"),
                 grid_for(nitems, 128),
                 128,
-                (bases, entries, item_start, item_len, u32(nitems), partials),
+                (rows, entries, item_start, item_len, u32(nitems), partials),
                 op,
             )
             del entries, item_start, item_len
@@ -364,16 +461,16 @@ def _msm_chunk(
             prof.mark("bucket_sum")
         seg_log = min(SEGMENT_LOG, c - 1)
         nseg = nb >> seg_log
-        segT = _poisoned((nwin * nseg, words))
-        segA = _poisoned((nwin * nseg, words))
+        segT = _poisoned((nset * nseg, words))
+        segA = _poisoned((nset * nseg, words))
         if even:  # buckets summed from the accumulation's pieces inside the first reduction level
             _launch(
                 curve,
                 "msm",
                 _k(group, "segments_even"),
-                grid_for(nwin * nseg, 64),
+                grid_for(nset * nseg, 64),
                 64,
-                (partials, bounds, u32(S), u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA),
+                (partials, bounds, u32(S), u32(nb), u32(1 << seg_log), u32(nseg), u32(nset), segT, segA),
                 op,
             )
             del partials, bounds
@@ -382,34 +479,34 @@ def _msm_chunk(
                 curve,
                 "msm",
                 _k(group, "segments"),
-                grid_for(nwin * nseg, 64),
+                grid_for(nset * nseg, 64),
                 64,
-                (buckets, u32(nb), u32(1 << seg_log), u32(nseg), u32(nwin), segT, segA),
+                (buckets, u32(nb), u32(1 << seg_log), u32(nseg), u32(nset), segT, segA),
                 op,
             )
         del buckets
         prof.mark("segments")
         G = max(1, -(-nseg // (rb * WINDOW_K)))
-        partX = _poisoned((nwin * G, words))
-        partY = _poisoned((nwin * G, words))
+        partX = _poisoned((nset * G, words))
+        partY = _poisoned((nset * G, words))
         _launch(
             curve,
             "msm",
             _k(group, "window_partial"),
-            nwin * G,
+            nset * G,
             rb,
             (segT, segA, u32(nseg), u32(WINDOW_K), u32(G), partX, partY),
             op,
         )
         del segT, segA
-        win = _poisoned((nwin, words))
-        _launch(curve, "msm", _k(group, "window_final"), nwin, rb, (partX, partY, u32(G), np.int32(seg_log), win), op)
+        win = _poisoned((nset, words))
+        _launch(curve, "msm", _k(group, "window_final"), nset, rb, (partX, partY, u32(G), np.int32(seg_log), win), op)
         del partX, partY
         prof.mark("window")
         win_host = cupy.asnumpy(win)
         stats.ones += int(ones_count)
         prof.flush()
-        return [(win_host[w], c * w) for w in range(nwin)], c, cupy.asnumpy(extra)[0] if n_extra else None
+        return [(win_host[w], c * k * w) for w in range(nset)], c, cupy.asnumpy(extra)[0] if n_extra else None
 
 
 def _combine(group: int, windows: list, extra, curve: Curve) -> object:
@@ -436,10 +533,14 @@ def msm(
     chunk: int | None = None,
     stats: MsmStats | None = None,
     curve: Curve | str | None = None,
+    table: BaseTable | None = None,
 ):
     """sum_i scalars[i] * bases[i] (scalars: device Montgomery Fr vector; bases: device LEM points),
-    a point of the curve's CPU library."""
+    a point of the curve's CPU library. ``table``: precomputed multiples of these G1 bases (``bases`` is
+    then ``table.bases``); its window replaces ``window``."""
     curve = curve_of(curve)
+    if table is not None and (group != 1 or bases.data.ptr != table.points.data.ptr):
+        raise ValueError("a precomputed table serves its own G1 bases only")
     n = scalars.shape[0]
     if bases.shape[0] < n:
         raise ValueError(f"G{group} MSM with {n} scalars but {bases.shape[0]} bases")
@@ -451,7 +552,9 @@ def msm(
         size = min(chunk, n - start)
         try:
             parts.append(
-                _msm_chunk(group, bases[start : start + size], scalars[start : start + size], window, ones, stats, curve)
+                _msm_chunk(
+                    group, bases[start : start + size], scalars[start : start + size], window, ones, stats, curve, table, start
+                )
             )
             stats.chunks += 1
             start += size
@@ -475,4 +578,14 @@ def upload_points(raw, group: int, curve: Curve | str | None = None) -> cupy.nda
     return cupy.asarray(host)
 
 
-__all__ = ["MsmStats", "choose_window", "msm", "point_words", "upload_points", "xyzz_words"]
+__all__ = [
+    "BaseTable",
+    "MsmStats",
+    "build_table",
+    "choose_window",
+    "msm",
+    "plan_table",
+    "point_words",
+    "upload_points",
+    "xyzz_words",
+]
