@@ -468,14 +468,15 @@ def test_plan_table_follows_the_cost_model_and_the_budget():
 
 
 def test_gpu_prover_with_a_table_equals_without(monkeypatch):
-    """gpu.msm_table = auto: the H bases get a table when the key becomes resident (the size floor lowered
-    for a 2^12 circuit), and the proof equals the one without, for the same r and s."""
+    """gpu.msm_table = auto (the default): the H bases get a table when the key becomes resident (the size
+    floor lowered for a 2^12 circuit), and the proof equals the one with "off", for the same r and s."""
     from cuzk.backends.gpu import backend as gbackend
     from cuzk.groth16 import prover, setup, verifier
     from cuzk.r1cs import synthetic
 
     c = synthetic.make("porep", 3000, seed=7)
     for style in ("bellperson", "snarkjs"):
+        switches(monkeypatch, msm_table="off")
         pk = setup.setup(c.pce, style, quiet=True)
         r, s = secrets.randbelow(R), secrets.randbelow(R)
         plain = prover.prove(pk, c.witness, get_backend("gpu"), r=r, s=s)
@@ -487,7 +488,6 @@ def test_gpu_prover_with_a_table_equals_without(monkeypatch):
         dk = gbackend.device_key(pk)
         assert "h" in dk.tables and dk.tables["h"].copies >= 2 and dk.points["h"].data.ptr == dk.tables["h"].points.data.ptr
         assert tabled.proof == plain.proof and verifier.verify(pk.vk, tabled.public, tabled.proof), style
-        switches(monkeypatch, msm_table="off")
 
 
 def test_msm_large_with_repeated_bases():

@@ -98,6 +98,15 @@ def test_budget_stops_starting_new_values_and_says_which_were_not_reached(test_s
     assert res["skipped"]["test.noop"] == "true not reached within --budget 0.001 s"
 
 
+def test_gpu_kernel_switches_are_judged_on_the_provers_time():
+    from cuzk.bench.tune import judged_phase
+
+    for sw in switches.SWITCHES:
+        want = "gpu_compute" if sw.key.startswith("gpu.") and sw.key != "gpu.b_g2" else "total"
+        assert judged_phase(sw.key) == want, sw.key
+    assert judged_phase("gpu.msm_table") == "gpu_compute" and judged_phase("gpus.pinned_witness") == "total"
+
+
 def test_hidden_switches_listed_and_honoured_only_under_the_variable(monkeypatch):
     monkeypatch.delenv(switches.TEST_ENV, raising=False)
     monkeypatch.setattr(prover, "_test_switches", (0.0, False))

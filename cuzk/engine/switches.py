@@ -98,7 +98,8 @@ _GPU: dict[str, tuple[str, str, str]] = {
     ),
     "msm_table": (
         "",
-        "not yet measured on a device (issue 20: predicted msm_h -15% at 2^24, -5% at 2^27 where memory allows one or two copies)",
+        "H100, 2026-12-06 (runs s11-1..s11-4), BENCHMARKS 12b/14: G1 MSM 2^22/2^24/2^26 -18/-19/-9%; cuzk tune: porep 2^24 "
+        "msm_h 222 -> 180 ms, gpu_compute -12% (faster); dense 2^22 msm_h -17%, gpu_compute -2.2% (noise)",
         "GPU memory beside the SRS (up to ~12 copies of the H bases) and a table build at key load vs more windows and bucket reductions",
     ),
     "msm_window": (

@@ -75,13 +75,14 @@ class DeviceKey:
     def _table_h(self, pk: ProvingKey) -> None:
         """Precomputed multiples of the H bases (gpu.msm_table = "auto"): the one MSM whose scalars are
         full-size in both key styles. As many copies as fit in the free memory left after a reserve for
-        the proofs' working memory (TABLE_RESERVE_PER_ROW x the domain, plus a tenth of the device); none
-        when not one copy fits or the H vector is short (TABLE_MIN_BASES)."""
+        the proofs' working memory (TABLE_RESERVE_PER_ROW x the domain, plus a tenth of the device), and
+        at most half the free memory (other keys may follow); none when not one copy fits or the H vector
+        is short (TABLE_MIN_BASES)."""
         h = self.points.get("h")
         if h is None or h.shape[0] < TABLE_MIN_BASES:
             return
         free, total = cupy.cuda.runtime.memGetInfo()
-        budget = free - TABLE_RESERVE_PER_ROW * pk.domain_size - total // 10
+        budget = min(free - TABLE_RESERVE_PER_ROW * pk.domain_size - total // 10, free // 2)
         c, k = gmsm.plan_table(int(h.shape[0]), max(0, budget), pk.curve)
         if k < 2:
             return

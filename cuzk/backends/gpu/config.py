@@ -81,10 +81,10 @@ class GpuConfig:
         ("compact", "masked"),
     )
     msm_table: str = _f(
-        "off",
+        "auto",
         "CUZK_MSM_TABLE",
         "precomputed multiples 2^(c j) P of the H bases kept beside the SRS (auto: as many copies as the free memory allows)",
-        ("off", "auto"),
+        ("auto", "off"),
     )
     msm_window: int = _f(0, "CUZK_MSM_WINDOW", "force the MSM window bits (2-31); 0 = chosen per MSM", kind="window")
     msm_even_s: int = _f(0, "CUZK_MSM_EVEN_S", "entries per thread of the even accumulation; 0 = chosen per MSM", kind="count")
