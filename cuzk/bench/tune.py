@@ -101,7 +101,7 @@ class Tried:
     bands: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)  # circuit -> phase -> (base, flip)
     verdict: str = ""  # slower | faster | noise (on the judged phase, over the circuits)
     phase: str = "total"  # the judged phase (judged_phase)
-    ratio: float = 1.0  # total, geometric mean over the circuits
+    ratio: float = 1.0  # the judged phase's, geometric mean over the circuits
 
 
 @dataclass

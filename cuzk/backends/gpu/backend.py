@@ -62,7 +62,6 @@ class DeviceKey:
             if pk.a_aux_density is not None:
                 self.index = {which: cupy.asarray(pk.scalar_index(which)) for which in ("a", "b")}
             self.tables: dict[str, gmsm.BaseTable] = {}
-            self.table_seconds = 0.0
             if config.current().msm_table == "auto":
                 self._table_h(pk)
         self.nbytes = (
@@ -86,9 +85,7 @@ class DeviceKey:
         c, k = gmsm.plan_table(int(h.shape[0]), max(0, budget), pk.curve)
         if k < 2:
             return
-        t = time.perf_counter()
         table = gmsm.build_table(h, c, k, pk.curve)
-        self.table_seconds = time.perf_counter() - t
         self.tables["h"] = table
         self.points["h"] = table.bases  # the plain vector is copy 0 of the table
 
