@@ -41,7 +41,9 @@ class _Builds:
         self.cache = Path(tempfile.mkdtemp(prefix="cuzk-kernel-cache-"))
         c = str(self.cache)
         jobs = [build.job_for("msm", "90", (), curve, c) for curve in CURVES]
-        jobs += [build.job_for(m, "90", (), curve, c) for m in ("setup", "probe", "ntt", "fr_ops") for curve in CURVES]
+        jobs += [
+            build.job_for(m, "90", (), curve, c) for m in ("msm_table", "setup", "probe", "ntt", "fr_ops") for curve in CURVES
+        ]
         jobs.append(build.job_for(CAP_BUILD[0], "90", CAP_BUILD[1], build.DEFAULT_CURVE, c))
         self.started = time.perf_counter()
         self.batch = build.BuildBatch(jobs, WORKERS, NICE)
