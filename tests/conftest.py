@@ -2,7 +2,9 @@
 the session's development circuits (a small synthetic circuit with development keys, made once per curve).
 
 Test modules import the constants (``from conftest import FIXTURES, CURVES, fixture_dir``) instead of
-computing paths of their own; the fixtures ``fixtures``, ``tmp`` and ``dev_circuit`` are injected by pytest.
+computing paths of their own; the fixtures ``fixtures``, ``tmp`` and ``dev_circuit`` are injected by pytest,
+and the session's PoRep partition on a sealed 2 KiB sector (``porep_openings``, ``porep_recorded``), shared by
+the PoRep and split-witness tests because its recordings take tens of seconds each.
 """
 
 from __future__ import annotations
@@ -136,6 +138,63 @@ def dev_circuit(tmp_path_factory):
             if c.name not in made:
                 made[c.name] = make_dev(c, tmp_path_factory.mktemp(f"dev_{c.name}"))
             return made[c.name]
+
+    return get
+
+
+# ---------------------------------------------------------------------------------------------
+# Filecoin's PoRep circuit on a sealed 2 KiB sector (shared by test_filecoin_porep and test_split_witness)
+
+PROOF_2KIB_V1_1 = 5  # StackedDrg2KiBV1_1: 64 nodes, 2 layers
+POREP_CHALLENGES = [5, 41, 17]  # the partition's challenged nodes (3: the split tests need 3 parts)
+
+
+@pytest.fixture(scope="session")
+def porep_sealed():
+    """A 2 KiB sector of random data sealed (cuzk.filecoin.seal.seal)."""
+    import numpy as np
+
+    from cuzk.filecoin.seal import seal
+
+    d = np.random.default_rng(7).integers(0, 256, (64, 32), dtype=np.uint8)
+    d[:, 31] &= 0x3F
+    return seal(d, PROOF_2KIB_V1_1, bytes(range(32)), 9, bytes(range(50, 82)))
+
+
+@pytest.fixture(scope="session")
+def porep_openings(porep_sealed) -> dict:
+    """The openings (JSON view of a vanilla proof) of :data:`POREP_CHALLENGES` on :func:`porep_sealed`.
+    Shared by the whole session: tests must not modify it (deep-copy what they tamper with)."""
+    from cuzk.filecoin import porep
+
+    return porep.challenge_openings(porep_sealed, POREP_CHALLENGES)
+
+
+@pytest.fixture(scope="session")
+def porep_cache(tmp_path_factory) -> Path:
+    """The session's recordings folder for the PoRep circuits, <CUZK_CACHE_DIR>/circuits (worker processes
+    read the layout there)."""
+    return tmp_path_factory.mktemp("porep_cache") / "circuits"
+
+
+@pytest.fixture(scope="session")
+def porep_recorded(porep_openings, porep_cache):
+    """porep_recorded(shape) -> (circuit, recording, witness) of the 3-challenge partition in that shape
+    ("filecoin" or "compact"): recorded into :func:`porep_cache` and its single-process witness of
+    :func:`porep_openings` computed once per session (each takes tens of seconds on a small machine)."""
+    from cuzk.circuit.circuit import record, witness
+    from cuzk.filecoin import porep
+
+    made: dict[str, tuple] = {}
+    lock = threading.Lock()
+
+    def get(shape: str = "filecoin") -> tuple:
+        with lock:
+            if shape not in made:
+                c = porep.PoRep(PROOF_2KIB_V1_1, challenges=len(POREP_CHALLENGES), shape=shape)
+                rec = record(c, cache=porep_cache)
+                made[shape] = (c, rec, witness(c, porep_openings, rec.layout))
+            return made[shape]
 
     return get
 

@@ -144,6 +144,46 @@ def test_unsatisfied_by_constraint_path_and_instance():
     assert check(Bad(), {}) == "constraint 1 (outer/inner/square is 4 [instance 1])"
 
 
+def test_testcs_eval_equals_the_per_term_evaluation():
+    """TestCS evaluates an LC with one gather, one multiplication and a tree of additions: the values equal
+    WitnessCS's term-by-term evaluation and Python's integers (coefficients 0, 1, -1, p - 1, 2^200, repeated
+    variables, broadcast codes, the constant ONE, a scalar shape; past EVAL_BATCH the per-term path)."""
+    rng = random.Random(3)
+    p = BLS.fr.p
+    cs = TestCS(BLS)
+    xs = [rng.randrange(p) for _ in range(6)]
+    ys = [rng.randrange(p) for _ in range(3)]
+    x = cs.alloc("x", [xs[:3], xs[3:]], (2, 3))
+    y = cs.alloc_input("y", ys, (3,))
+    z = cs.alloc("z", 7, ())
+    cases = [
+        (x * 3 + y * (p - 1) - x + 5, (2, 3)),
+        (x[0] * 0 + y * (1 << 200) + z * -1 + x[1] + x[1], (3,)),
+        (y[2] * 2 + z + cs.one * 9, ()),
+        (x[:, :1] * rng.randrange(p) + x, (2, 3)),  # broadcast codes
+        (x + 0, (2, 3)),  # one term (and the constant 0)
+    ]
+    X, Y = np.array(xs, dtype=object).reshape(2, 3), np.array(ys, dtype=object)
+    want = [
+        (3 * X + (p - 1) * Y - X + 5) % p,
+        ((1 << 200) * Y - 7 + 2 * X[1]) % p,
+        np.array((2 * ys[2] + 7 + 9) % p, dtype=object),
+        None,
+        X % p,
+    ]
+    for (lc, shape), w in zip(cases, want):
+        fast = cs._eval(lc, shape)
+        ref = WitnessCS._eval(cs, lc, shape)
+        assert fast.shape == ref.shape == shape and np.array_equal(fast.flat(), ref.flat())
+        if w is not None:
+            assert [int(v) for v in np.asarray(fast.ints(), dtype=object).reshape(-1)] == [
+                int(v) for v in np.asarray(w).reshape(-1)
+            ]
+    cs.EVAL_BATCH = 1  # the per-term path
+    lc, shape = cases[0]
+    assert np.array_equal(cs._eval(lc, shape).flat(), WitnessCS._eval(cs, lc, shape).flat())
+
+
 def test_layout_mismatch_and_shape_errors():
     class Grows(Circuit):
         def __init__(self, n: int = 2):

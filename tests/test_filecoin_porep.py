@@ -2,7 +2,13 @@
 checked natively, the circuit (both shapes: "filecoin", rust-fil-proofs' constraint structure, and
 "compact", ours) satisfied by honest openings and unsatisfied where a tampered one fails, the recording
 satisfied by the witness, the public inputs in their documented order; the constraint counts against
-rust-fil-proofs' published ones."""
+rust-fil-proofs' published ones.
+
+The partition (3 challenges) and its recordings are the session's (conftest ``porep_openings``,
+``porep_recorded``), shared with test_split_witness. Every synthesis of this circuit takes many seconds on a
+small machine (2 cores: counting 8 s, recording 13-18 s, TestCS 25 s or more), so the default suite checks
+honest openings through the tampered test's untouched challenge and the recording; the whole-partition
+``check`` runs are marked slow."""
 
 from __future__ import annotations
 
@@ -11,26 +17,27 @@ import json
 
 import numpy as np
 import pytest
+from conftest import POREP_CHALLENGES, PROOF_2KIB_V1_1
 
 from cuzk import curves
-from cuzk.circuit.circuit import CircuitError, check, record, witness
-from cuzk.circuit.cs import ConstraintSystem, TestCS, Unsatisfied, WitnessCS
+from cuzk.circuit.circuit import CircuitError, check
+from cuzk.circuit.cs import ConstraintSystem, TestCS, Unsatisfied
 from cuzk.filecoin import porep
 from cuzk.filecoin.graph import StackedGraph
-from cuzk.filecoin.seal import seal
 
-PROOF_2KIB_V1_1 = 5
+C = len(POREP_CHALLENGES)  # 3
 
 
 @pytest.fixture(scope="module")
-def openings():
-    d = np.random.default_rng(7).integers(0, 256, (64, 32), dtype=np.uint8)
-    d[:, 31] &= 0x3F
-    s = seal(d, PROOF_2KIB_V1_1, bytes(range(32)), 9, bytes(range(50, 82)))
-    obj = porep.challenge_openings(s, [5, 41])
-    assert json.loads(json.dumps(obj)) == obj  # JSON-ready
-    assert obj["comm_r"] == str(s.comm_r) and obj["comm_d"] == s.comm_d.hex()
-    return obj
+def openings(porep_openings):
+    return porep_openings
+
+
+def test_openings_json_and_commitments(openings, porep_sealed):
+    assert json.loads(json.dumps(openings)) == openings  # JSON-ready
+    s = porep_sealed
+    assert openings["comm_r"] == str(s.comm_r) and openings["comm_d"] == s.comm_d.hex()
+    assert [ch["index"] for ch in openings["challenges"]] == POREP_CHALLENGES
 
 
 def one(obj: dict, c: int) -> dict:
@@ -75,10 +82,12 @@ def test_verify_openings(openings):
 
 
 def test_parse_inputs_errors(openings):
-    c = porep.PoRep(challenges=2)
+    c = porep.PoRep(challenges=C)
     c.parse_inputs(openings)
-    with pytest.raises(CircuitError, match="challenges: expected a list of 3"):
-        porep.PoRep(challenges=3).parse_inputs(openings)
+    with pytest.raises(CircuitError, match="challenges: expected a list of 4"):
+        porep.PoRep(challenges=C + 1).parse_inputs(openings)
+    with pytest.raises(CircuitError, match="challenges: expected a list of 2"):
+        porep.PoRep(challenges=C - 1).parse_inputs(openings)
     bad = copy.deepcopy(openings)
     del bad["challenges"][1]["parent_paths"]
     with pytest.raises(CircuitError, match=r"challenges\[1\]: missing 'parent_paths'"):
@@ -99,9 +108,10 @@ def test_parse_inputs_errors(openings):
         porep.PoRep(challenges=10**9)
 
 
-@pytest.mark.parametrize("shape", ["filecoin", pytest.param("compact", marks=pytest.mark.slow)])
+@pytest.mark.slow  # the default suite: test_circuit_tampered_filecoin's honest challenge 2, and the recording
+@pytest.mark.parametrize("shape", ["filecoin", "compact"])
 def test_circuit_satisfied(openings, shape):
-    assert check(porep.PoRep(challenges=2, shape=shape), openings) is None
+    assert check(porep.PoRep(challenges=C, shape=shape), openings) is None
 
 
 def test_shape_parameter():
@@ -114,15 +124,27 @@ def test_shape_parameter():
 def test_constraint_counts_match_rust_fil_proofs():
     """One 32 GiB partition (proof id 8 = StackedDrg32GiBV1_1, 18 challenges): rust-fil-proofs' published
     circuit info gives 130,278,541 constraints; the "filecoin" shape reproduces it exactly (counting
-    constraint system, nothing recorded). Public inputs: 3 + 18 per challenge. The compact shape: 0.685x."""
+    constraint system, nothing recorded). Public inputs: 3 + 18 per challenge."""
     r = porep.count_constraints(8, 18)
     assert r["constraints"] == 130_278_541 and r["inputs"] == 3 + 18 * 18
+
+
+@pytest.mark.slow  # ~25 s on 2 cores; test_recording_and_witness checks the compact count against a recording
+def test_constraint_count_compact_32gib():
+    """The compact shape of the same 32 GiB partition: 0.685x the constraints."""
     assert porep.count_constraints(8, 18, shape="compact")["constraints"] == 89_233_475
 
 
+# each case is a synthesis of ~8 s on 2 cores: U8 and U8-U4 (base and sub-tree arities that U8-U4-U2 has
+# too) run in the slow suite
 @pytest.mark.parametrize(
     ("arities", "nodes", "want"),
-    [([2, 2, 2], 8, 1_206_212), ([8], 8, 1_199_620), ([8, 4], 32, 1_296_576), ([8, 4, 2], 64, 1_346_982)],
+    [
+        ([2, 2, 2], 8, 1_206_212),
+        pytest.param([8], 8, 1_199_620, marks=pytest.mark.slow),
+        pytest.param([8, 4], 32, 1_296_576, marks=pytest.mark.slow),
+        ([8, 4, 2], 64, 1_346_982),
+    ],
 )
 def test_same_shape_as_stacked_circuit_rs(arities, nodes, want):
     """storage-proofs-porep/tests/stacked_circuit.rs: 2 layers, 1 challenge, 8 nodes per base tree, trees
@@ -158,11 +180,11 @@ def test_circuit_tampered_compact(openings):
     """Challenge 0: a parent's label changed (its tree_c path cannot follow): the first unsatisfied
     constraint is that parent's inclusion in tree_c, then the recomputed label of the layer it enters
     differs from the column's; challenge 1: a wrong replica leaf: the encoding and
-    tree_r_last inclusion fail there. Nothing else fails (one synthesis for both)."""
+    tree_r_last inclusion fail there. Nothing else fails (one synthesis for both; challenge 2 untouched)."""
     bad = copy.deepcopy(openings)
     bad["challenges"][0]["parent_columns"][3][1] = str(int(bad["challenges"][0]["parent_columns"][3][1]) ^ 1)
     bad["challenges"][1]["replica_leaf"] = str(int(bad["challenges"][1]["replica_leaf"]) + 1)
-    c = porep.PoRep(challenges=2, shape="compact")
+    c = porep.PoRep(challenges=C, shape="compact")
     with pytest.raises(CircuitError, match=r"challenge 0 \(node \d+\): parent 3 .*column path does not reach CommC"):
         c.parse_inputs(bad)  # the daemon's native check refuses it at submission, naming the challenge
     c.verify_natively = False  # past that check, the circuit itself must refuse it too
@@ -182,12 +204,15 @@ def test_circuit_tampered_filecoin(openings):
     """The faithful circuit on the same tampered parent label (challenge 0) and a wrong tree_r_last
     sibling (challenge 1; this shape never reads the replica leaf: it encodes the recomputed label): the
     parent's tree_c root, challenge 0's tree_r_last and tree_c roots (the changed label enters layer 2's
-    label, the last one: the encoding and the column hash change), challenge 1's tree_r_last root."""
+    label, the last one: the encoding and the column hash change), challenge 1's tree_r_last root.
+    Challenge 2 is left honest: none of its constraints fails, nor any shared one (CommR = Poseidon2(CommC,
+    CommR_last), the inputs' copies), in the same synthesis (the default suite's TestCS check of honest
+    openings; test_circuit_satisfied, slow, checks whole honest partitions)."""
     bad = copy.deepcopy(openings)
     bad["challenges"][0]["parent_columns"][3][1] = str(int(bad["challenges"][0]["parent_columns"][3][1]) ^ 1)
     sib = bad["challenges"][1]["replica_path"][1][0]
     sib[2] = str(int(sib[2]) + 1)
-    c = porep.PoRep(challenges=2)
+    c = porep.PoRep(challenges=C)
     c.verify_natively = False
     cs = AllUnsatisfied(curves.get(c.curve))
     c.synthesize(cs, c.parse_inputs(bad))
@@ -200,14 +225,14 @@ def test_circuit_tampered_filecoin(openings):
 
 
 @pytest.mark.parametrize("shape", ["filecoin", "compact"])
-def test_recording_and_witness(openings, tmp_path_factory, shape):
-    c = porep.PoRep(challenges=2, shape=shape)
-    rec = record(c, cache=tmp_path_factory.mktemp("circuits"))
-    assert rec.layout.n_constraints == porep.count_constraints(5, 2, shape=shape)["constraints"]
-    w = witness(c, openings, rec.layout)
+def test_recording_and_witness(openings, porep_recorded, shape):
+    """The session's recording (made by conftest's ``record``) has the counting system's constraints, the
+    witness (``witness``) satisfies it, and its public inputs are in the documented order."""
+    c, rec, w = porep_recorded(shape)
+    assert c.challenges == C and c.shape == shape
+    assert rec.layout.n_constraints == porep.count_constraints(5, C, shape=shape)["constraints"]
+    assert w.shape == (rec.layout.n_wires, 4)
     assert len(rec.pce.unsatisfied(w)) == 0
-    cs = WitnessCS(curves.get(c.curve))
-    c.synthesize(cs, c.parse_inputs(openings))
     want = [int.from_bytes(bytes.fromhex(openings[k]), "little") for k in ("replica_id", "comm_d")]
     want.append(int(openings["comm_r"]))
     for ch in openings["challenges"]:
@@ -217,4 +242,4 @@ def test_recording_and_witness(openings, tmp_path_factory, shape):
             want += [ch["index"], *ch["parents"], ch["index"], ch["index"], ch["index"]]
         else:  # per challenge its index and its 14 parents
             want += [ch["index"], *ch["parents"]]
-    assert cs.public_inputs() == want
+    assert curves.get(c.curve).fr.to_ints(w[1 : rec.layout.n_inputs]) == want  # the witness's input section

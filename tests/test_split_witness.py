@@ -3,7 +3,10 @@ over ranges, the parts' witnesses scattered into the full layout. The merged wit
 single-process one bit for bit (2 and 3 parts, uneven ranges; PoRep in both shapes, the Merkle example)
 and satisfies the recording; worker processes (WitnessPool) write their parts into one shared buffer and
 check the inputs in parts (a tampered opening still refused, named by its place in the whole); circuits
-whose allocations do not scale, or whose global values depend on the units, are refused."""
+whose allocations do not scale, or whose global values depend on the units, are refused.
+
+The PoRep partition (3 challenges), its recordings and single-process witnesses are the session's (conftest
+``porep_openings``, ``porep_recorded``), shared with test_filecoin_porep: each takes tens of seconds."""
 
 from __future__ import annotations
 
@@ -29,37 +32,33 @@ from cuzk.circuit.split import (
     wire_units,
 )
 from cuzk.filecoin import porep
-from cuzk.filecoin.seal import seal
-
-PROOF_2KIB_V1_1 = 5
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
+def cache(porep_cache):
     """The recordings' folder, <CUZK_CACHE_DIR>/circuits (worker processes read the layout there)."""
-    return tmp_path_factory.mktemp("cache") / "circuits"
+    return porep_cache
 
 
 @pytest.fixture(scope="module")
-def openings():
-    d = np.random.default_rng(7).integers(0, 256, (64, 32), dtype=np.uint8)
-    d[:, 31] &= 0x3F
-    s = seal(d, PROOF_2KIB_V1_1, bytes(range(32)), 9, bytes(range(50, 82)))
-    return porep.challenge_openings(s, [5, 41, 17])
+def openings(porep_openings):
+    assert [ch["index"] for ch in porep_openings["challenges"]] == [5, 41, 17]
+    return porep_openings
 
 
 @pytest.fixture(scope="module")
-def filecoin3(openings, cache):
-    """The 3-challenge filecoin-shape partition: circuit, recording, single-process witness."""
-    c = porep.PoRep(challenges=3)
-    rec = record(c, cache=cache)
-    return c, rec, witness(c, openings, rec.layout)
+def filecoin3(porep_recorded):
+    """The 3-challenge filecoin-shape partition: circuit, recording (in ``cache``), single-process witness."""
+    c, rec, w = porep_recorded("filecoin")
+    assert c.challenges == 3 and c.shape == "filecoin"
+    return c, rec, w
 
 
 def test_ranges():
     assert split_ranges(34, 16) == [(0, 3), (3, 6)] + [(6 + 2 * i, 8 + 2 * i) for i in range(14)]
     assert split_ranges(3, 8) == [(0, 1), (1, 2), (2, 3)]
     assert check_ranges([(2, 3), (0, 2)], 3) == [(0, 2), (2, 3)]
+    assert split_ranges(3, 2) == [(0, 2), (2, 3)]  # what parts=2 gives the PoRep split below: its "uneven" case
     for bad in ([(0, 2)], [(0, 2), (1, 3)], [(0, 1), (2, 3)], []):
         with pytest.raises(ValueError, match="do not cover"):
             check_ranges(bad, 3)
@@ -77,7 +76,9 @@ def test_merkle_split_serial():
     assert crossing_rows(rec.pce, wire_units(alloc_blocks(c), 5, rec.layout)).size == 0
 
 
-@pytest.mark.parametrize("parts", [2, [(0, 2), (2, 3)], 3], ids=["2", "uneven", "3"])
+# parts=2 splits 3 challenges as [(0, 2), (2, 3)] (test_ranges), the "uneven" case's ranges: slow only (each
+# part is a synthesis of seconds); the Merkle example above covers a count of parts against explicit ranges
+@pytest.mark.parametrize("parts", [pytest.param(2, marks=pytest.mark.slow), [(0, 2), (2, 3)], 3], ids=["2", "uneven", "3"])
 def test_porep_filecoin_split_bit_identical(filecoin3, openings, parts):
     c, rec, w = filecoin3
     m = split_witness_serial(c, openings, rec.layout, parts)
@@ -98,10 +99,9 @@ def test_porep_filecoin_challenges_independent(filecoin3):
     assert crossing_rows(rec.pce, unit).size == 0
 
 
-def test_porep_compact_split(openings, cache):
-    c = porep.PoRep(challenges=3, shape="compact")
-    rec = record(c, cache=cache)
-    w = witness(c, openings, rec.layout)
+def test_porep_compact_split(openings, porep_recorded):
+    c, rec, w = porep_recorded("compact")
+    assert c.challenges == 3 and c.shape == "compact"
     m = split_witness_serial(c, openings, rec.layout, [(0, 1), (1, 3)])
     assert np.array_equal(m, w)
     assert crossing_rows(rec.pce, wire_units(alloc_blocks(c), 3, rec.layout)).size == 0
