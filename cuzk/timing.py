@@ -60,6 +60,14 @@ class Timer:
         finally:
             self.record(name, (time.perf_counter() - t) * 1e3)
 
+    def member(self, label: str) -> Timer:
+        """A timer for one proof of a batch proved together: the batch's phases so far (device time the
+        batch's proofs shared, not divided) and its start, under the proof's own label."""
+        t = Timer(label)
+        t.phases = dict(self.phases)
+        t._t0 = self._t0
+        return t
+
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self._t0) * 1e3
 

@@ -221,6 +221,58 @@ def test_synthetic_circuits_prove(C, shape):
     assert verifier.verify(pk.vk, res.public, res.proof)
 
 
+def test_synthetic_batch_witnesses_satisfy():
+    """witnesses=k gives k different witnesses of one circuit, each satisfying it; the first is the
+    witness a single-witness call gives (a batch adds inputs, it does not change the first)."""
+    for shape in ("porep", "dense"):
+        one = synthetic.make(shape, 2000, seed=7)
+        many = synthetic.make(shape, 2000, seed=7, witnesses=3)
+        assert len(many.others) == 2 and one.others == []
+        if shape == "porep":  # dense draws its free values from the field's own generator
+            assert (one.witness == many.witness).all()
+        ws = [many.witness, *many.others]
+        for w in ws:
+            assert many.pce.unsatisfied(w).size == 0
+        assert not (ws[1] == ws[0]).all() and not (ws[2] == ws[1]).all()
+    with pytest.raises(ValueError, match="porep or dense"):
+        synthetic.make("chain", 100, witnesses=2)
+
+
+@pytest.mark.parametrize("C,style", KEYED, ids=lambda v: getattr(v, "name", v))
+def test_batched_proofs_equal_one_by_one(C, style):
+    """Several witnesses of one circuit proved in one pass give exactly the proofs proved one at a time
+    with the same r, s (issue 20: batched proofs identical to one-by-one proofs)."""
+    c = synthetic.make("porep", synthetic.fit_domain("porep", 9), seed=3, curve=C, witnesses=3)
+    pk = setup.setup(c.pce, style=style, quiet=True)
+    ws = [c.witness, *c.others]
+    rs, ss = [11, 22, 33], [44, 55, 66]
+    batch = prover.prove_batch(pk, ws, CPU, rs=rs, ss=ss, labels=["p0", "p1", "p2"])
+    for i, w in enumerate(ws):
+        one = prover.prove(pk, w, CPU, r=rs[i], s=ss[i])
+        assert batch[i].proof == one.proof, f"proof {i} of the batch differs from its one-by-one proof"
+        assert batch[i].public == one.public
+        assert verifier.verify(pk.vk, batch[i].public, batch[i].proof)
+    assert batch[0].proof != batch[1].proof
+    pending = prover.prove_batch_start(pk, ws[:2], CPU, labels=["x", "y"])
+    assert [p.extra["batch_size"] for p in pending] == [2, 2] and [p.timer.label for p in pending] == ["x", "y"]
+    for p in pending:
+        prover.prove_finish(p)
+
+
+@on_curves
+def test_batch_names_the_bad_witness(C):
+    c = synthetic.make("porep", synthetic.fit_domain("porep", 9), seed=3, curve=C, witnesses=2)
+    pk = setup.setup(c.pce, quiet=True)
+    with pytest.raises(prover.WitnessError, match="witness 1 of the batch: .* expects"):
+        prover.prove_batch(pk, [c.witness, c.witness[:-1]], CPU)
+    with pytest.raises(prover.WitnessError, match="at least one witness"):
+        prover.prove_batch(pk, [], CPU)
+    bad = c.others[0].copy()
+    bad[-1] = C.fr.add(bad[-1:], C.fr.from_ints([1]))[0]
+    with pytest.raises(prover.ProofCheckError, match="job b1: self-check failed"):
+        prover.prove_batch(pk, [c.witness, bad], CPU, labels=["b0", "b1"])
+
+
 @pytest.mark.parametrize("curve,style", KEYED, ids=lambda v: getattr(v, "name", v))
 def test_corrupted_srs_point_fails_self_check(curve, style, dev_circuit):
     """Fault injection: one SRS point replaced by another valid point -> the self-check refuses the proof."""

@@ -91,16 +91,18 @@ class CpuSession:
 
     def evals_to_coset(self, vectors: Sequence[np.ndarray], generator: int, shift: int) -> None:
         dom = self._domain(generator)
-        for name, x in zip("abc", vectors):
-            with self.timer.phase(f"ntt_{name}"):
+        for i, x in enumerate(vectors):  # a, b, c of each proof of a batch in turn
+            with self.timer.phase(f"ntt_{'abc'[i % 3]}"):
                 dom.intt(x, inplace=True)
                 dom.coset_ntt(x, shift, inplace=True)
 
     def mul_sub(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         return self.fr.mul_sub(a, b, c)
 
-    def coset_intt(self, x: np.ndarray, generator: int, shift: int, scale: int) -> None:
-        self._domain(generator).coset_intt(x, shift, inplace=True, scale=scale)
+    def coset_intt(self, xs: Sequence[np.ndarray], generator: int, shift: int, scale: int) -> None:
+        dom = self._domain(generator)
+        for x in xs:
+            dom.coset_intt(x, shift, inplace=True, scale=scale)
 
     def gather(self, w: np.ndarray, which: str) -> np.ndarray:
         return w[self.pk.scalar_index(which)]
@@ -195,8 +197,8 @@ class CpuBackend:
                 key = self._keys[pk]
         return key
 
-    def begin(self, pk: ProvingKey, timer: Timer, device: Device | None = None) -> CpuSession:
-        return CpuSession(pk, self.resident(pk), timer)
+    def begin(self, pk: ProvingKey, timer: Timer, device: Device | None = None, batch: int = 1) -> CpuSession:
+        return CpuSession(pk, self.resident(pk), timer)  # a batch's MSMs share the one MSM thread pool
 
 
 def _meminfo() -> dict[str, int]:

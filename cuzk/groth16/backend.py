@@ -77,15 +77,17 @@ class Backend(Protocol):
 
     def resident_bytes_estimate(self, pk: ProvingKey) -> int: ...
 
-    # ---- one proof
-    def begin(self, pk: ProvingKey, timer: Timer, device: Device | None = None) -> ProofSession:
-        """Start one proof with ``pk`` (made resident first if it is not) on ``device`` (the current one
-        when None)."""
+    # ---- one proof (or a batch of proofs of one circuit)
+    def begin(self, pk: ProvingKey, timer: Timer, device: Device | None = None, batch: int = 1) -> ProofSession:
+        """Start ``batch`` proofs with ``pk`` (made resident first if it is not) on ``device`` (the
+        current one when None). The recipe then calls every primitive once per proof, except
+        evals_to_coset and coset_intt, which take the whole batch's vectors at once."""
         ...
 
 
 class ProofSession(Protocol):
-    """The primitives of one proof on one device. Not shared between threads."""
+    """The primitives of one proof, or of a batch of proofs of one circuit, on one device. Not shared
+    between threads."""
 
     def phase(self, name: str) -> AbstractContextManager[None]:
         """Time a phase the way the backend measures (CUDA events on a GPU, wall time on the CPU)."""
@@ -104,17 +106,19 @@ class ProofSession(Protocol):
         ...
 
     def evals_to_coset(self, vectors: Sequence[Any], generator: int, shift: int) -> None:
-        """In place, each vector: evaluations on the 2^k domain (roots from ``generator``) ->
-        evaluations on the coset ``shift`` * domain (an inverse NTT, a scaling, an NTT). Timed by the
-        session ("ntt_a", "ntt_b", "ntt_c", or "ntt_abc" when it transforms them together)."""
+        """In place, each vector (a, b, c of each proof of the batch, in that order): evaluations on the
+        2^k domain (roots from ``generator``) -> evaluations on the coset ``shift`` * domain (an inverse
+        NTT, a scaling, an NTT). Timed by the session ("ntt_a", "ntt_b", "ntt_c", summed over the batch,
+        or "ntt_abc" when it transforms them together)."""
         ...
 
     def mul_sub(self, a: Any, b: Any, c: Any) -> Any:
         """A fresh vector a*b - c (a, b, c may be released afterwards)."""
         ...
 
-    def coset_intt(self, x: Any, generator: int, shift: int, scale: int) -> None:
-        """In place: evaluations on the coset ``shift`` * domain -> coefficients, times ``scale``."""
+    def coset_intt(self, xs: Sequence[Any], generator: int, shift: int, scale: int) -> None:
+        """In place, each vector (one per proof of the batch): evaluations on the coset ``shift`` *
+        domain -> coefficients, times ``scale``."""
         ...
 
     def gather(self, w: Any, which: str) -> Any:
@@ -136,9 +140,11 @@ class ProofSession(Protocol):
         ...
 
     def submitted(self) -> None:
-        """Every MSM of the proof has been submitted (a GPU records its device-side phases here)."""
+        """Every MSM of the proof (of the batch) has been submitted (a GPU records its device-side phases
+        here)."""
         ...
 
     def close(self) -> None:
-        """The proof's MSM results have been collected (or abandoned): release what the session holds."""
+        """A proof's MSM results have been collected (or abandoned): release what the session holds
+        (called once per proof of a batch)."""
         ...

@@ -11,6 +11,11 @@ previous one finishes:
   verifies the proof (pairing check) before returning it. A proof that fails its check is never
   returned: :class:`ProofCheckError` names the job and the backend.
 
+``prove_batch_start(pk, ws, backend)`` proves several witnesses of one circuit in one pass: one backend
+session, a, b, c of every witness in one set of NTT launches (a GPU batches the 3k vectors), every
+MSM of the batch in flight together (a GPU runs them on parallel streams, so one MSM's host syncs are
+filled by another's kernels); each proof is then finished on its own. ``prove_start`` is the batch of one.
+
 Quotient: a, b, c (evaluations on the domain) -> evaluations on a coset (iNTT, shift, NTT), then
 h = a*b - c there; bellperson keys take h's coefficients (divided by Z on the coset, coset iNTT).
 
@@ -21,8 +26,10 @@ Assembly (both parameter styles; snarkjs' formula expands to the same):
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,20 +103,21 @@ def _witness_msms(s: ProofSession, pk: ProvingKey, style: KeyStyle, w: Any) -> d
     return out
 
 
-def _quotient(s: ProofSession, pk: ProvingKey, style: KeyStyle, a: Any, b: Any, c: Any) -> Any:
-    """The H-MSM scalars: n evaluations (snarkjs) or the first n - 1 coefficients (bellperson)."""
+def _quotients(s: ProofSession, pk: ProvingKey, style: KeyStyle, abcs: list[tuple[Any, Any, Any]]) -> list[Any]:
+    """The H-MSM scalars of each witness's (a, b, c): n evaluations (snarkjs) or the first n - 1
+    coefficients (bellperson). Every vector of the batch goes to the coset in one call."""
     curve = pk.curve
     gen = style.root_generator(curve)
     shift = style.coset_shift(curve, pk.domain_log)
-    s.evals_to_coset((a, b, c), gen, shift)
+    s.evals_to_coset([v for abc in abcs for v in abc], gen, shift)
     with s.phase("ntt_h"):
-        h = s.mul_sub(a, b, c)
+        hs = [s.mul_sub(a, b, c) for a, b, c in abcs]
         if style.h_in_coefficients:
             r = curve.r
             z_inv = pow((pow(shift, pk.domain_size, r) - 1) % r, -1, r)  # Z(shift w^i) = shift^n - 1
-            s.coset_intt(h, gen, shift, scale=z_inv)
-            h = s.head(h, pk.domain_size - 1)
-    return h
+            s.coset_intt(hs, gen, shift, scale=z_inv)
+            hs = [s.head(h, pk.domain_size - 1) for h in hs]
+    return hs
 
 
 # The hidden test switches (``[test]`` of the daemon config, :mod:`cuzk.engine.switches`): set only by
@@ -135,38 +143,81 @@ def prove_start(
     label: str = "",
     timer: Timer | None = None,
 ) -> PendingProof:
-    check_witness(pk, w)
+    return prove_batch_start(
+        pk, [w], backend, device=device, rs=[r], ss=[s], verify_proof=verify_proof, labels=[label], timer=timer
+    )[0]
+
+
+def prove_batch_start(
+    pk: ProvingKey,
+    ws: Sequence[np.ndarray],
+    backend: Backend,
+    *,
+    device: Device | None = None,
+    rs: Sequence[int | None] | None = None,
+    ss: Sequence[int | None] | None = None,
+    verify_proof: bool = True,
+    labels: Sequence[str] | None = None,
+    timer: Timer | None = None,
+) -> list[PendingProof]:
+    """Start one proof per witness of ``ws`` (all of ``pk``'s circuit) in one pass over the device.
+    ``rs``, ``ss``, ``labels``: per witness (None: fresh blinding, no label). A batch of k > 1 shares one
+    timer for its device phases: each proof's timings are the batch's (extra["batch_size"] says k)."""
+    k = len(ws)
+    if k == 0:
+        raise WitnessError("a batch of proofs needs at least one witness")
+    rs_ = list(rs) if rs is not None else [None] * k
+    ss_ = list(ss) if ss is not None else [None] * k
+    labels_ = list(labels) if labels is not None else [""] * k
+    if not len(rs_) == len(ss_) == len(labels_) == k:
+        raise ValueError(f"a batch of {k} witnesses needs {k} r, s and labels")
+    for i, w in enumerate(ws):
+        check_witness(pk, w, "witness" if k == 1 else f"witness {i} of the batch")
     style = style_of(pk)
-    timer = timer or Timer(label)
-    order = pk.curve.r
+    timer = timer or Timer(labels_[0] if k == 1 else f"batch of {k}: {', '.join(labels_)}")
     delay_s, _noop = _test_switches
     if delay_s > 0:
         with timer.phase("test_delay"):
             time.sleep(delay_s)
     with backend.use(device):
-        session = backend.begin(pk, timer, device)
+        session = backend.begin(pk, timer, device, batch=k)
         with session.phase("upload"):
-            wd = session.upload(w)
+            wds = [session.upload(w) for w in ws]
         with session.phase("spmv"):
-            a = session.matvec("A", wd)
-            b = session.matvec("B", wd)
-            c = session.mul(a, b) if style.c_is_ab else session.matvec("C", wd)
-        msms: dict[str, MsmFuture] = {}
+            abcs = []
+            for wd in wds:
+                a = session.matvec("A", wd)
+                b = session.matvec("B", wd)
+                abcs.append((a, b, session.mul(a, b) if style.c_is_ab else session.matvec("C", wd)))
+            del a, b
+        msms: list[dict[str, MsmFuture]] = [{} for _ in ws]
         t_msm = time.perf_counter()
         if backend.msm_before_quotient:  # the CPU: the MSMs run on the pool while the NTTs compute
-            msms.update(_witness_msms(session, pk, style, wd))
-        h = _quotient(session, pk, style, a, b, c)
-        del a, b, c
+            for m, wd in zip(msms, wds):
+                m.update(_witness_msms(session, pk, style, wd))
+        hs = _quotients(session, pk, style, abcs)
+        del abcs
         if not backend.msm_before_quotient:  # a GPU: a, b, c are freed before the MSMs take their memory
             t_msm = time.perf_counter()
-            msms.update(_witness_msms(session, pk, style, wd))
-        msms["h"] = session.msm(1, "h", h, label="h")
-        del h, wd
+            for m, wd in zip(msms, wds):
+                m.update(_witness_msms(session, pk, style, wd))
+        for m, h in zip(msms, hs):
+            m["h"] = session.msm(1, "h", h, label="h")
+        del hs, wds
         session.submitted()
-    public = pk.curve.fr.to_ints(w[1 : pk.n_public + 1])
-    r = secrets.randbelow(order) if r is None else r % order
-    s = secrets.randbelow(order) if s is None else s % order
-    return PendingProof(pk, backend, device, session, msms, public, r, s, timer, t_msm, verify_proof, label)
+    order = pk.curve.r
+    pending = []
+    for i, w in enumerate(ws):
+        public = pk.curve.fr.to_ints(w[1 : pk.n_public + 1])
+        r_i, s_i = rs_[i], ss_[i]
+        r = secrets.randbelow(order) if r_i is None else r_i % order
+        s = secrets.randbelow(order) if s_i is None else s_i % order
+        t = timer if k == 1 else timer.member(labels_[i])
+        extra: dict[str, Any] = {"batch_size": k} if k > 1 else {}
+        pending.append(
+            PendingProof(pk, backend, device, session, msms[i], public, r, s, t, t_msm, verify_proof, labels_[i], extra)
+        )
+    return pending
 
 
 def _collect(p: PendingProof) -> dict[str, Any]:
@@ -228,3 +279,27 @@ def prove(
     label: str = "",
 ) -> ProveResult:
     return prove_finish(prove_start(pk, w, backend, device=device, r=r, s=s, verify_proof=verify_proof, label=label))
+
+
+def prove_batch(
+    pk: ProvingKey,
+    ws: Sequence[np.ndarray],
+    backend: Backend,
+    *,
+    device: Device | None = None,
+    rs: Sequence[int | None] | None = None,
+    ss: Sequence[int | None] | None = None,
+    verify_proof: bool = True,
+    labels: Sequence[str] | None = None,
+) -> list[ProveResult]:
+    pending = prove_batch_start(pk, ws, backend, device=device, rs=rs, ss=ss, verify_proof=verify_proof, labels=labels)
+    results = []
+    for i, p in enumerate(pending):
+        try:
+            results.append(prove_finish(p))
+        except BaseException:
+            for rest in pending[i + 1 :]:  # their MSMs are in flight: wait for them, keep the first error
+                with contextlib.suppress(Exception):
+                    abandon(rest)
+            raise
+    return results

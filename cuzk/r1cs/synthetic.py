@@ -12,7 +12,7 @@ Wire order follows circom: 0 = 1, public outputs, public inputs, private inputs,
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,6 +30,8 @@ class Circuit:
     n_pub_in: int
     n_prv_in: int
     name: str
+    # more satisfying witnesses of the same circuit (porep shapes with ``witnesses`` > 1): a batch's inputs
+    others: list[np.ndarray] = field(default_factory=list)
 
 
 def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_rows: int, n_cols: int, fr: PrimeField) -> CSR:
@@ -181,9 +183,15 @@ def _mont_small(vals: np.ndarray, fr: PrimeField) -> np.ndarray:
 
 
 def porep_like(
-    n_constraints: int, dense: bool = False, n_public: int = 328, seed: int | None = None, curve: Curve | str = "bls12_381"
+    n_constraints: int,
+    dense: bool = False,
+    n_public: int = 328,
+    seed: int | None = None,
+    curve: Curve | str = "bls12_381",
+    witnesses: int = 1,
 ) -> Circuit:
-    """A circuit with the statistics of a Filecoin PoRep partition and a satisfying witness."""
+    """A circuit with the statistics of a Filecoin PoRep partition and ``witnesses`` satisfying witnesses
+    (the first in ``witness``, the others in ``others``: a batch of proofs of one circuit)."""
     fr = get_curve(curve).fr
     R = fr.p
     rng = np.random.default_rng(seed)
@@ -223,48 +231,51 @@ def porep_like(
     # bool rows check the output of the xor row at the same offset within the block
     checked = out_wire[:, [i for i, k in enumerate(kinds) if k == "xor"][:3]]
 
-    # witness
-    w_int = None
-    if dense:
-        w = fr.zeros(n_wires)
-        w[0] = fr.one_mont()
-        w[1:out0] = (
-            fr.random(out0 - 1)
-            if out0 - 1 <= 1 << 16
-            else np.tile(fr.random(1 << 16), (-(-(out0 - 1) // (1 << 16)), 1))[: out0 - 1]
-        )
-    else:
-        w_int = np.zeros(n_wires, dtype=np.int64)
-        w_int[0] = 1
-        w_int[1:seed0] = rng.integers(0, 1 << 16, size=n_public)
-        w_int[seed0:out0] = rng.integers(0, 2, size=n_seed)
-    bool_i = 0
-    for i, k in enumerate(kinds):
-        a, b, o = op_a[:, i], op_b[:, i], out_wire[:, i]
+    def witness(wrng: np.random.Generator) -> np.ndarray:
+        """A satisfying witness: free values (public inputs, seed bits) from ``wrng``, the rest follows."""
+        w_int = None
         if dense:
-            if k == "xor":
-                wa, wb = w[a], w[b]
-                w[o] = fr.sub(fr.add(wa, wb), fr.scale(fr.mul(wa, wb), 2))
+            w = fr.zeros(n_wires)
+            w[0] = fr.one_mont()
+            w[1:out0] = (
+                fr.random(out0 - 1)
+                if out0 - 1 <= 1 << 16
+                else np.tile(fr.random(1 << 16), (-(-(out0 - 1) // (1 << 16)), 1))[: out0 - 1]
+            )
+        else:
+            w_int = np.zeros(n_wires, dtype=np.int64)
+            w_int[0] = 1
+            w_int[1:seed0] = wrng.integers(0, 1 << 16, size=n_public)
+            w_int[seed0:out0] = wrng.integers(0, 2, size=n_seed)
+        bool_i = 0
+        for i, k in enumerate(kinds):
+            a, b, o = op_a[:, i], op_b[:, i], out_wire[:, i]
+            if dense:
+                if k == "xor":
+                    wa, wb = w[a], w[b]
+                    w[o] = fr.sub(fr.add(wa, wb), fr.scale(fr.mul(wa, wb), 2))
+                elif k == "and":
+                    w[o] = fr.mul(w[a], w[b])
+                elif k == "bool":
+                    c = w[checked[:, bool_i]]
+                    w[o] = fr.mul(fr.sub(np.broadcast_to(fr.one_mont(), c.shape).copy(), c), c)
+                else:
+                    acc = fr.zeros(blocks)
+                    for j in range(_PACK_BITS):
+                        acc = fr.add(acc, fr.scale(w[pack_col(i, j)], 1 << j))
+                    w[o] = acc
+            elif k == "xor":
+                w_int[o] = w_int[a] ^ w_int[b]
             elif k == "and":
-                w[o] = fr.mul(w[a], w[b])
-            elif k == "bool":
-                c = w[checked[:, bool_i]]
-                w[o] = fr.mul(fr.sub(np.broadcast_to(fr.one_mont(), c.shape).copy(), c), c)
-            else:
-                acc = fr.zeros(blocks)
-                for j in range(_PACK_BITS):
-                    acc = fr.add(acc, fr.scale(w[pack_col(i, j)], 1 << j))
-                w[o] = acc
-        elif k == "xor":
-            w_int[o] = w_int[a] ^ w_int[b]
-        elif k == "and":
-            w_int[o] = w_int[a] & w_int[b]
-        elif k == "pack":
-            w_int[o] = sum(w_int[pack_col(i, t)] << t for t in range(_PACK_BITS))
-        if k == "bool":
-            bool_i += 1
-    if not dense:
-        w = _mont_small(w_int, fr)
+                w_int[o] = w_int[a] & w_int[b]
+            elif k == "pack":
+                w_int[o] = sum(w_int[pack_col(i, t)] << t for t in range(_PACK_BITS))
+            if k == "bool":
+                bool_i += 1
+        return w if dense else _mont_small(w_int, fr)
+
+    w = witness(rng)
+    others = [witness(np.random.default_rng([0 if seed is None else seed, j])) for j in range(1, witnesses)]
 
     # matrices, row-major by construction: row r = block * 20 + position
     one = fr.one_mont()
@@ -305,20 +316,31 @@ def porep_like(
 
     mats = [build(which) for which in range(3)]
     name = f"porep{'-dense' if dense else ''}-{m}"
-    return Circuit(PCE(*mats, n_wires, n_public), w, 0, n_public, 0, name)
+    return Circuit(PCE(*mats, n_wires, n_public), w, 0, n_public, 0, name, others)
 
 
 SHAPES = {
     "chain": chain,
     "hash": hash_like,
-    "porep": lambda n, seed=None, curve="bls12_381": porep_like(n, dense=False, seed=seed, curve=curve),
-    "dense": lambda n, seed=None, curve="bls12_381": porep_like(n, dense=True, seed=seed, curve=curve),
+    "porep": lambda n, seed=None, curve="bls12_381", witnesses=1: porep_like(
+        n, dense=False, seed=seed, curve=curve, witnesses=witnesses
+    ),
+    "dense": lambda n, seed=None, curve="bls12_381", witnesses=1: porep_like(
+        n, dense=True, seed=seed, curve=curve, witnesses=witnesses
+    ),
 }
 
 
-def make(shape: str, n_constraints: int, seed: int | None = None, curve: Curve | str = "bls12_381") -> Circuit:
+def make(
+    shape: str, n_constraints: int, seed: int | None = None, curve: Curve | str = "bls12_381", witnesses: int = 1
+) -> Circuit:
+    """``witnesses`` > 1 (porep shapes only): more witnesses of the same circuit in ``Circuit.others``."""
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}: expected one of {', '.join(SHAPES)}")
+    if witnesses > 1:
+        if shape not in ("porep", "dense"):
+            raise ValueError(f"shape {shape!r} makes one witness; batches of witnesses come from porep or dense")
+        return SHAPES[shape](n_constraints, seed, curve=curve, witnesses=witnesses)
     return SHAPES[shape](n_constraints, seed, curve=curve)
 
 

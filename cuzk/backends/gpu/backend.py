@@ -3,7 +3,8 @@
 Per proof (a :class:`GpuSession`): the witness is uploaded (one DMA when it is already in page-locked
 memory, else through a reused pinned staging buffer), a, b, c come from sparse mat-vecs into one
 (3, n) slab so the quotient's NTTs run as one batched launch per pass, h = a*b - c is a fresh vector
-(the slab is freed before the MSMs take their memory), and every MSM runs on the device; B_G2 may run on
+(the slab is freed before the MSMs take their memory), and every MSM runs on the device (a batch of
+proofs of one circuit shares the slabs and runs its MSMs on parallel streams); B_G2 may run on
 CPU threads instead ("A4" in the original daemon's numbering), left in flight for the recipe to collect.
 Phases are timed with CUDA events and recorded when the last MSM has been submitted.
 
@@ -25,6 +26,8 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import Any
 
 import cupy
@@ -236,23 +239,36 @@ def _ew(name: str, *arrays, n: int, curve: Curve) -> None:
 
 
 class GpuSession:
-    """One proof on one GPU (see :class:`cuzk.groth16.backend.ProofSession`)."""
+    """One proof, or a batch of proofs of one circuit, on one GPU (see
+    :class:`cuzk.groth16.backend.ProofSession`). A batch's a, b, c share one (3 x batch, n) slab (one
+    set of NTT launches for all), its h vectors one (batch, n) slab (one coset iNTT), and its MSMs run on
+    ``batch`` parallel streams, one host thread each: one MSM's host syncs (classify, scan, window
+    readback, the host combine) leave the device to another's kernels."""
 
-    def __init__(self, backend: GpuBackend, pk: ProvingKey, dk: DeviceKey, timer: Timer):
+    def __init__(self, backend: GpuBackend, pk: ProvingKey, dk: DeviceKey, timer: Timer, batch: int = 1):
         self.backend, self.pk, self.dk, self.timer = backend, pk, dk, timer
         self.curve = pk.curve
         self.ev = _Events(timer)
         self.t0 = time.perf_counter()
         self.n = pk.domain_size
-        self._slab: cupy.ndarray | None = None  # (3, n, 4): a, b, c, so the quotient's NTTs batch
+        self.batch = max(1, batch)
+        self._slab: cupy.ndarray | None = None  # (3 x batch, n, 4): a, b, c of each proof, so the NTTs batch
         self._rows = 0
+        self._h: cupy.ndarray | None = None  # (batch, n, 4): h of each proof, so the coset iNTT batches
+        self._h_rows = 0
+        self._lanes: ThreadPoolExecutor | None = None
+        self._lane_streams = threading.local()
+        self._in_flight: list[Future] = []
+        if self.batch > 1:
+            self._lanes = ThreadPoolExecutor(self.batch, thread_name_prefix=f"cuzk-msm-gpu{dk.device}")
 
     def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
         return self.ev.phase(name)
 
     def _row(self) -> cupy.ndarray:
-        if self._slab is None or self._rows == 3:
-            self._slab, self._rows = cupy.zeros((3, self.n, 4), dtype=cupy.uint64), 0
+        rows = 3 * self.batch
+        if self._slab is None or self._rows == rows:
+            self._slab, self._rows = cupy.zeros((rows, self.n, 4), dtype=cupy.uint64), 0
         v = self._slab[self._rows]
         self._rows += 1
         return v
@@ -268,31 +284,42 @@ class GpuSession:
         _ew("fr_mul", a, b, out, n=self.n, curve=self.curve)
         return out
 
+    @staticmethod
+    def _rows_of(slab: cupy.ndarray | None, vectors: Sequence[cupy.ndarray]) -> bool:
+        """Whether ``vectors`` are all the rows of ``slab``, in order (one batched launch serves them)."""
+        return (
+            slab is not None
+            and len(vectors) == slab.shape[0]
+            and all(v.data.ptr == slab[i].data.ptr and v.shape == slab[i].shape for i, v in enumerate(vectors))
+        )
+
     def evals_to_coset(self, vectors: Sequence[cupy.ndarray], generator: int, shift: int) -> None:
         dom = gntt.domain(self.pk.domain_log, generator, self.curve)
-        slab = self._slab
-        batched = (
-            config.current().ntt_batch
-            and slab is not None
-            and len(vectors) == 3
-            and all(v.data.ptr == slab[i].data.ptr for i, v in enumerate(vectors))
-        )
-        if batched:
+        if config.current().ntt_batch and self._rows_of(self._slab, vectors):
             with self.ev.phase("ntt_abc"):
-                dom.evals_to_coset(slab, shift)
+                dom.evals_to_coset(self._slab, shift)
             return
-        for name, x in zip("abc", vectors):
-            with self.ev.phase(f"ntt_{name}"):
+        for i, x in enumerate(vectors):
+            with self.ev.phase(f"ntt_{'abc'[i % 3]}"):
                 dom.evals_to_coset(x, shift)
 
     def mul_sub(self, a: cupy.ndarray, b: cupy.ndarray, c: cupy.ndarray) -> cupy.ndarray:
-        h = cupy.empty((self.n, 4), dtype=cupy.uint64)
+        if self._h is None or self._h_rows == self.batch:
+            self._h, self._h_rows = cupy.empty((self.batch, self.n, 4), dtype=cupy.uint64), 0
+        h = self._h[self._h_rows]
+        self._h_rows += 1
         _ew("fr_mul_sub", a, b, c, h, n=self.n, curve=self.curve)
-        self._slab = None  # a, b, c are dead: their memory goes back before the MSMs
+        if self._h_rows == self.batch:
+            self._slab = None  # every a, b, c is dead: their memory goes back before the MSMs
         return h
 
-    def coset_intt(self, x: cupy.ndarray, generator: int, shift: int, scale: int) -> None:
-        gntt.domain(self.pk.domain_log, generator, self.curve).coset_intt(x, shift, scale=scale)
+    def coset_intt(self, xs: Sequence[cupy.ndarray], generator: int, shift: int, scale: int) -> None:
+        dom = gntt.domain(self.pk.domain_log, generator, self.curve)
+        if config.current().ntt_batch and self._rows_of(self._h, xs):
+            dom.coset_intt(self._h, shift, scale=scale)
+            return
+        for x in xs:
+            dom.coset_intt(x, shift, scale=scale)
 
     def gather(self, w: cupy.ndarray, which: str) -> cupy.ndarray:
         return w[self.dk.index[which]]
@@ -311,18 +338,47 @@ class GpuSession:
             host = cupy.asnumpy(scalars)
             return CpuSession(self.pk, cpu.resident(self.pk), self.timer).msm(group, bases, host, skip_infinity, label)
         name = {"b1": "b_g1", "b2": "b_g2"}.get(label, label)
-        with self.ev.phase(f"msm_{name}"):
-            table = self.dk.tables.get(bases)
-            pts_ = self.dk.points[bases]
-            return library.Done(gmsm.msm(group, pts_, cupy.ascontiguousarray(scalars), curve=self.curve, table=table))
+        table = self.dk.tables.get(bases)
+        pts_ = self.dk.points[bases]
+
+        def run() -> Any:
+            with self.ev.phase(f"msm_{name}"):
+                return gmsm.msm(group, pts_, cupy.ascontiguousarray(scalars), curve=self.curve, table=table)
+
+        if self._lanes is None:
+            return library.Done(run())
+        ready = cupy.cuda.Event(disable_timing=True)
+        ready.record()  # the scalars are written on this thread's stream: a lane waits for them
+        dev = self.dk.device
+
+        def on_lane() -> Any:
+            stream = getattr(self._lane_streams, "stream", None)
+            with cupy.cuda.Device(dev):
+                if stream is None:
+                    stream = self._lane_streams.stream = cupy.cuda.Stream(non_blocking=True)
+                with stream:
+                    stream.wait_event(ready)
+                    return run()
+
+        f = self._lanes.submit(on_lane)
+        self._in_flight.append(f)
+        return f
 
     def submitted(self) -> None:
+        if self._lanes is not None:
+            futures_wait(self._in_flight)  # their phases' events must be recorded before the flush
+            self._in_flight.clear()
+            self._lanes.shutdown()
+            self._lanes = None
         self.ev.flush()
         # wall time of the whole GPU part (upload to the last MSM result on the host)
         self.timer.record("gpu_part", (time.perf_counter() - self.t0) * 1e3)
 
     def close(self) -> None:
-        self._slab = None
+        self._slab = self._h = None
+        if self._lanes is not None:  # abandoned before submitted(): let the lanes finish
+            self._lanes.shutdown()
+            self._lanes = None
 
 
 class GpuBackend:
@@ -378,7 +434,7 @@ class GpuBackend:
     def resident_bytes_estimate(self, pk: ProvingKey) -> int:
         return pk.raw_bytes() + pk.matrix_bytes()
 
-    def begin(self, pk: ProvingKey, timer: Timer, device: Device | None = None) -> GpuSession:
+    def begin(self, pk: ProvingKey, timer: Timer, device: Device | None = None, batch: int = 1) -> GpuSession:
         dev = self._ordinal(device)
         with cupy.cuda.Device(dev):
-            return GpuSession(self, pk, device_key(pk, dev), timer)
+            return GpuSession(self, pk, device_key(pk, dev), timer, batch)
