@@ -573,6 +573,38 @@ def test_gpu_prover_equals_cpu(C, style, b_g2, monkeypatch):
         assert "ntt_abc" in g.timings or {"ntt_a", "ntt_b", "ntt_c"} <= set(g.timings)
 
 
+@pytest.mark.parametrize(
+    "C,style", [(BLS, "snarkjs"), (BLS, "bellperson"), (BN, "snarkjs")], ids=["bls-snarkjs", "bls-bellperson", "bn254-snarkjs"]
+)
+@pytest.mark.parametrize("ntt_batch", [True, False])
+def test_gpu_batched_proofs_equal_one_by_one_and_cpu(C, style, ntt_batch, monkeypatch):
+    """Issue 20: a batch of proofs of one circuit in one GPU pass (one NTT launch set over every a, b, c,
+    one coset iNTT over every h, MSMs on parallel streams) gives exactly the one-by-one proofs, GPU and
+    CPU, for fixed r, s; with the NTT batching switch on and off."""
+    from cuzk.groth16 import prover, setup, verifier
+    from cuzk.r1cs import synthetic
+
+    switches(monkeypatch, ntt_batch=ntt_batch)
+    c = synthetic.make("porep", 3000, seed=9, curve=C, witnesses=3)
+    pk = setup.setup(c.pce, style, quiet=True)
+    ws = [c.witness, *c.others]
+    rs = [secrets.randbelow(C.r) for _ in ws]
+    ss = [secrets.randbelow(C.r) for _ in ws]
+    batch = prover.prove_batch(pk, ws, get_backend("gpu"), rs=rs, ss=ss, labels=["g0", "g1", "g2"])
+    for i, w in enumerate(ws):
+        one = prover.prove(pk, w, get_backend("gpu"), r=rs[i], s=ss[i])
+        cpu = prover.prove(pk, w, get_backend("cpu"), r=rs[i], s=ss[i])
+        assert batch[i].proof == one.proof == cpu.proof, f"proof {i}"
+        assert verifier.verify(pk.vk, batch[i].public, batch[i].proof)
+    t = batch[0].timings
+    assert "ntt_abc" in t if ntt_batch else {"ntt_a", "ntt_b", "ntt_c"} <= set(t)
+    assert {"msm_a", "msm_h", "gpu_part"} <= set(t)
+    bad = c.others[1].copy()
+    bad[-1] = C.fr.add(bad[-1:], C.fr.from_ints([1]))[0]
+    with pytest.raises(prover.ProofCheckError, match="job x1: self-check failed on the gpu backend"):
+        prover.prove_batch(pk, [c.witness, bad], get_backend("gpu"), labels=["x0", "x1"])
+
+
 @on_curves
 def test_gpu_prover_rejects_bad_witness(C):
     from cuzk.groth16 import prover, zkey

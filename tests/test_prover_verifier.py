@@ -259,6 +259,21 @@ def test_batched_proofs_equal_one_by_one(C, style):
         prover.prove_finish(p)
 
 
+def test_bench_batch_dev_reports_each_size(tmp_path):
+    """`cuzk-bench batch --dev` (in process): a row per batch size, batched proofs equal to one-by-one."""
+    import json
+
+    from cuzk.bench.main import main
+
+    out = tmp_path / "b.json"
+    rc = main(["batch", "--dev", "porep:9", "--sizes", "2", "1", "--reps", "1", "--backend", "cpu", "--json", str(out)])
+    doc = json.loads(out.read_text())
+    assert rc == 0 and doc["same_as_one_by_one"] and doc["domain_log"] == 9
+    assert [r["batch"] for r in doc["rows"]] == [1, 2] and doc["rows"][0]["ratio"] == 1.0
+    assert all(r["proofs_per_s"] > 0 and r["start_ms"]["median"] > 0 for r in doc["rows"])
+    assert main(["batch", "--dev", "chain:9"]) != 0  # one witness only: a usage error, not a traceback
+
+
 @on_curves
 def test_batch_names_the_bad_witness(C):
     c = synthetic.make("porep", synthetic.fit_domain("porep", 9), seed=3, curve=C, witnesses=2)

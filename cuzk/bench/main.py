@@ -2,6 +2,7 @@
 
     cuzk-bench single CIRCUIT INPUT [INPUT ...]          one Prove; timings and the proof
     cuzk-bench batch CIRCUIT INPUT -c COUNT -j CONC      COUNT Proves, CONC at a time; throughput
+    cuzk-bench batch --dev porep:24 --sizes 1 2 3        in process: proofs of one circuit batched in one pass
     cuzk-bench status | metrics | preload CIRCUIT
     cuzk-bench timeline FILE [--png OUT.png] [--trace OUT.json] [--gap-ms MS]
                                                          utilization, idle gaps per device, waterfall, Perfetto trace
@@ -30,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import CuzkError
 from ..cli.main import EXIT_INVALID, EXIT_OK, EXIT_USAGE, _err, _inputs, _print_timings, run_verb
+from .batch_prove import add_arguments as add_batch_dev
 
 
 def _client(addr: str | None):
@@ -70,6 +72,13 @@ def _stats(xs: list[float]) -> str:
 
 
 def cmd_batch(a) -> int:
+    if a.dev:
+        from .batch_prove import run
+
+        return run(a)
+    if not a.circuit or not a.input:
+        _err("batch: a CIRCUIT and at least one INPUT expected (or --dev SHAPE:LOG2 for in-process batches)")
+        return EXIT_USAGE
     payload = _inputs(a.input)
     walls: list[float] = []
     proves: list[float] = []
@@ -183,12 +192,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--priority", default="normal")
     s.add_argument("-v", "--verbose", action="store_true", help="also print every prover phase")
     s.set_defaults(fn=cmd_single)
-    s = sub.add_parser("batch", help="COUNT proofs, CONCURRENCY at a time: throughput and latency")
-    s.add_argument("circuit")
-    s.add_argument("input", nargs="+")
+    s = sub.add_parser(
+        "batch",
+        help="COUNT proofs, CONCURRENCY at a time: throughput and latency; or (--dev) proofs batched in one pass",
+    )
+    s.add_argument("circuit", nargs="?")
+    s.add_argument("input", nargs="*")
     s.add_argument("-c", "--count", type=int, default=3)
     s.add_argument("-j", "--concurrency", type=int, default=1)
     s.add_argument("--priority", default="normal")
+    add_batch_dev(s)
     s.set_defaults(fn=cmd_batch)
     s = sub.add_parser("status", help="daemon status")
     s.add_argument("--json", action="store_true")
