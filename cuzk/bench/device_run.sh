@@ -2,7 +2,7 @@
 # One device session: install the carried wheels, build the kernels, run the GPU tests, benchmark.
 # Usage (through the device tool, carry [".whl", ".cache/cuda"]):
 #   bash cuzk/bench/device_run.sh MODES [extra args for cuzk.bench.gpu_kernels or cuzk.bench.gpu_prove]
-# MODES: a comma-separated list of tests, vectors, bench, prove, curves, curves_short, synth, porep, tune, or "all"
+# MODES: a comma-separated list of tests, vectors, bench, prove, curves, curves_short, synth, porep, batch, tune, or "all"
 #   (= tests,bench)
 #   porep: a PoRep partition from its vanilla proof, in process, GPU key in memory (issue 18's device row:
 #   8 MiB sector, POREP_CHALLENGES challenges, default 68 = ~130M constraints; needs an H200's memory)
@@ -98,6 +98,11 @@ fi
 if has porep; then
   timeout "${POREP_TIMEOUT:-560}" python3 -m cuzk.bench.porep_e2e --in-process --backend gpu --sector-size 8MiB \
     --challenges "${POREP_CHALLENGES:-68}" --reps "${POREP_REPS:-2}" --witness-processes "${POREP_WP:-0}" --json "$OUT/porep_e2e.json" 2>&1 | tee "$OUT/porep_e2e.txt" | tail -12
+fi
+if has batch; then
+  # issue 20 item 4: several proofs of one circuit in one GPU pass, throughput per batch size (in process)
+  timeout "${BATCH_TIMEOUT:-300}" python3 -m cuzk.bench.main batch --dev "${BATCH_DEV:-porep:24}" --sizes ${BATCH_SIZES:-1 2 3} \
+    --reps "${BATCH_REPS:-4}" --json "$OUT/batch.json" 2>&1 | tee "$OUT/batch.txt" | tail -12
 fi
 if has tune; then
   # issue 22's device tune: "$@" are `cuzk tune` arguments (e.g. --dev porep:24 --runs 5 --switch ...); dev keys
