@@ -13,8 +13,8 @@ previous one finishes:
 
 ``prove_batch_start(pk, ws, backend)`` proves several witnesses of one circuit in one pass: one backend
 session, a, b, c of every witness in one set of NTT launches (a GPU batches the 3k vectors), every
-MSM of the batch in flight together (a GPU runs them on parallel streams, so one MSM's host syncs are
-filled by another's kernels); each proof is then finished on its own. ``prove_start`` is the batch of one.
+MSM of the batch submitted together; each proof is then finished on its own. ``prove_start`` is the
+batch of one. (On the GPU a batch measured no faster per proof than one by one: NOTES.md.)
 
 Quotient: a, b, c (evaluations on the domain) -> evaluations on a coset (iNTT, shift, NTT), then
 h = a*b - c there; bellperson keys take h's coefficients (divided by Z on the coset, coset iNTT).

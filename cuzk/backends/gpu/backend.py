@@ -4,7 +4,7 @@ Per proof (a :class:`GpuSession`): the witness is uploaded (one DMA when it is a
 memory, else through a reused pinned staging buffer), a, b, c come from sparse mat-vecs into one
 (3, n) slab so the quotient's NTTs run as one batched launch per pass, h = a*b - c is a fresh vector
 (the slab is freed before the MSMs take their memory), and every MSM runs on the device (a batch of
-proofs of one circuit shares the slabs and runs its MSMs on parallel streams); B_G2 may run on
+proofs of one circuit shares the slabs and the NTT launches); B_G2 may run on
 CPU threads instead ("A4" in the original daemon's numbering), left in flight for the recipe to collect.
 Phases are timed with CUDA events and recorded when the last MSM has been submitted.
 
@@ -26,8 +26,6 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as futures_wait
 from typing import Any
 
 import cupy
@@ -241,9 +239,8 @@ def _ew(name: str, *arrays, n: int, curve: Curve) -> None:
 class GpuSession:
     """One proof, or a batch of proofs of one circuit, on one GPU (see
     :class:`cuzk.groth16.backend.ProofSession`). A batch's a, b, c share one (3 x batch, n) slab (one
-    set of NTT launches for all), its h vectors one (batch, n) slab (one coset iNTT), and its MSMs run on
-    ``batch`` parallel streams, one host thread each: one MSM's host syncs (classify, scan, window
-    readback, the host combine) leave the device to another's kernels."""
+    set of NTT launches for all), its h vectors one (batch, n) slab (one coset iNTT); its MSMs run one
+    after the other (on parallel streams they measured 1.01x: the device is already busy, NOTES.md)."""
 
     def __init__(self, backend: GpuBackend, pk: ProvingKey, dk: DeviceKey, timer: Timer, batch: int = 1):
         self.backend, self.pk, self.dk, self.timer = backend, pk, dk, timer
@@ -256,11 +253,6 @@ class GpuSession:
         self._rows = 0
         self._h: cupy.ndarray | None = None  # (batch, n, 4): h of each proof, so the coset iNTT batches
         self._h_rows = 0
-        self._lanes: ThreadPoolExecutor | None = None
-        self._lane_streams = threading.local()
-        self._in_flight: list[Future] = []
-        if self.batch > 1:
-            self._lanes = ThreadPoolExecutor(self.batch, thread_name_prefix=f"cuzk-msm-gpu{dk.device}")
 
     def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
         return self.ev.phase(name)
@@ -338,47 +330,18 @@ class GpuSession:
             host = cupy.asnumpy(scalars)
             return CpuSession(self.pk, cpu.resident(self.pk), self.timer).msm(group, bases, host, skip_infinity, label)
         name = {"b1": "b_g1", "b2": "b_g2"}.get(label, label)
-        table = self.dk.tables.get(bases)
-        pts_ = self.dk.points[bases]
-
-        def run() -> Any:
-            with self.ev.phase(f"msm_{name}"):
-                return gmsm.msm(group, pts_, cupy.ascontiguousarray(scalars), curve=self.curve, table=table)
-
-        if self._lanes is None:
-            return library.Done(run())
-        ready = cupy.cuda.Event(disable_timing=True)
-        ready.record()  # the scalars are written on this thread's stream: a lane waits for them
-        dev = self.dk.device
-
-        def on_lane() -> Any:
-            stream = getattr(self._lane_streams, "stream", None)
-            with cupy.cuda.Device(dev):
-                if stream is None:
-                    stream = self._lane_streams.stream = cupy.cuda.Stream(non_blocking=True)
-                with stream:
-                    stream.wait_event(ready)
-                    return run()
-
-        f = self._lanes.submit(on_lane)
-        self._in_flight.append(f)
-        return f
+        with self.ev.phase(f"msm_{name}"):
+            table = self.dk.tables.get(bases)
+            pts_ = self.dk.points[bases]
+            return library.Done(gmsm.msm(group, pts_, cupy.ascontiguousarray(scalars), curve=self.curve, table=table))
 
     def submitted(self) -> None:
-        if self._lanes is not None:
-            futures_wait(self._in_flight)  # their phases' events must be recorded before the flush
-            self._in_flight.clear()
-            self._lanes.shutdown()
-            self._lanes = None
         self.ev.flush()
         # wall time of the whole GPU part (upload to the last MSM result on the host)
         self.timer.record("gpu_part", (time.perf_counter() - self.t0) * 1e3)
 
     def close(self) -> None:
         self._slab = self._h = None
-        if self._lanes is not None:  # abandoned before submitted(): let the lanes finish
-            self._lanes.shutdown()
-            self._lanes = None
 
 
 class GpuBackend:
