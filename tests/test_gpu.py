@@ -315,7 +315,7 @@ def test_msm_window_override(window):
     assert gmsm.msm(1, bases, cupy.asarray(s), window=window, ones=False) == want
 
 
-@pytest.mark.parametrize("mode", ["even", "even-S5", "even-S64", "items"])
+@pytest.mark.parametrize("mode", ["even", "even-S0", "even-S5", "even-S64", "items"])
 @on_curves
 @pytest.mark.parametrize(
     "group,n,window,kind",
@@ -333,7 +333,7 @@ def test_msm_window_override(window):
 def test_msm_accumulation_modes_match_cpu(C, mode, group, n, window, kind, monkeypatch):
     """Both bucket accumulations; small windows make every bucket span many threads of the even mode."""
     switches(monkeypatch, msm_acc=mode.split("-")[0])
-    if "-S" in mode:  # entries per thread forced: the production 64 and an odd value, on small inputs
+    if "-S" in mode:  # entries per thread: the fill rule (0), an odd value, the production 64, on small inputs
         switches(monkeypatch, msm_even_s=int(mode.split("-S")[1]))
     bases, host = _device_bases(group, n, infinity_every=11 if n > 10 else 0, C=C)
     s = _scalars(kind, n, C)

@@ -22,7 +22,7 @@ def test_defaults_are_the_measured_winners():
     c = GpuConfig()
     assert (c.b_g2, c.pinned, c.upload_copy) == ("gpu", True, "parallel")
     assert (c.ntt_batch, c.ntt_radix, c.ntt_plan) == (True, 4, "auto")
-    assert (c.msm_acc, c.msm_ones, c.msm_window, c.msm_even_s) == ("even", "compact", 0, 0)
+    assert (c.msm_acc, c.msm_ones, c.msm_window, c.msm_even_s) == ("even", "compact", 0, 64)
     assert (c.acc_minb, c.acc2_minb, c.ntt_minb) == (3, 2, 3)
     assert not (c.sync_launch or c.msm_profile or c.poison)
     assert all(c.defines(m) == () for m in ("msm", "ntt", "fr_ops", "setup", "probe"))

@@ -109,8 +109,8 @@ _GPU: dict[str, tuple[str, str, str]] = {
     ),
     "msm_even_s": (
         "",
-        "not measured alone: the per-MSM rule (64 entries, fewer below ~2^19 threads, at least 4) came with the "
-        "even accumulation, BENCHMARKS 2b (H200, 2026-12-02)",
+        "H100, 2026-12-06 (runs s12-2, s11-4), BENCHMARKS 14: 64 vs 0 (the fill rule: fewer below ~2^19 threads) "
+        "porep 2^24 gpu_compute 297.2 vs 316.4 ms (faster: the 0/1 MSMs), dense 2^22 489.4 vs 488.8 (noise); 32 slower on dense",
         "longer runs per thread (fewer pieces to combine) vs enough threads to fill the GPU",
     ),
     "acc_minb": (

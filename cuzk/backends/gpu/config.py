@@ -87,7 +87,9 @@ class GpuConfig:
         ("auto", "off"),
     )
     msm_window: int = _f(0, "CUZK_MSM_WINDOW", "force the MSM window bits (2-31); 0 = chosen per MSM", kind="window")
-    msm_even_s: int = _f(0, "CUZK_MSM_EVEN_S", "entries per thread of the even accumulation; 0 = chosen per MSM", kind="count")
+    msm_even_s: int = _f(
+        64, "CUZK_MSM_EVEN_S", "entries per thread of the even accumulation; 0 = chosen per MSM by the GPU's fill", kind="count"
+    )
     # compile-time: launch-bound register caps (minimum resident blocks per SM; 0 = ptxas decides)
     acc_minb: int = _f(3, "CUZK_ACC_MINB", "register cap of the G1 accumulation kernels (msm module)", kind="cap")
     acc2_minb: int = _f(2, "CUZK_ACC2_MINB", "register cap of the G2 accumulation kernels (msm module)", kind="cap")

@@ -93,10 +93,11 @@ def accumulation_mode() -> str:
 
 
 def even_chunk(n_entries: int) -> int:
-    """Entries per thread for the even accumulation: 64, fewer when that would leave the GPU with
-    under ~2^19 threads (132 SMs x 384 resident threads x ~10 waves), never under 4.
-    GpuConfig.msm_even_s (CUZK_MSM_EVEN_S) forces a value (tuning, and tests of the production value on
-    small inputs)."""
+    """Entries per thread for the even accumulation: GpuConfig.msm_even_s (CUZK_MSM_EVEN_S), 64 by
+    default; 0 = 64, fewer when that would leave the GPU with under ~2^19 threads (132 SMs x 384 resident
+    threads x ~10 waves), never under 4. The fill rule was the default until `cuzk tune` measured 64
+    faster on porep 2^24 (gpu_compute -6.1%: the 0/1 MSMs' single crowded bucket has 8x fewer pieces to
+    combine; B_G2 16.9 -> 7.2 ms) and equal on dense 2^22 (H100, BENCHMARKS 14)."""
     forced = config.current().msm_even_s
     if forced:
         return forced
