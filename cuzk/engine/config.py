@@ -118,7 +118,8 @@ SCHEMA: list[tuple[str, str, object, str, str]] = [
         "max_batch_size",
         1,
         "int",
-        "batch collector for batchable circuits: release a batch at this many jobs (1 = no batching)",
+        "batch collector for batchable circuits: release a batch at this many jobs (1 = no batching; a batch's "
+        "proofs run one after another on its device: proving them in one GPU pass measured no faster, BENCHMARKS 12c)",
     ),
     ("scheduler", "max_batch_wait_ms", 1000, "int", "... or when its first job has waited this long"),
     (
