@@ -274,6 +274,17 @@ def test_bench_batch_dev_reports_each_size(tmp_path):
     assert main(["batch", "--dev", "chain:9"]) != 0  # one witness only: a usage error, not a traceback
 
 
+def test_gpu_backend_without_a_device_is_a_clear_error(monkeypatch):
+    import cuzk.backends as backends
+    from cuzk import CuzkError
+
+    monkeypatch.setattr(backends, "gpu_available", lambda: False)
+    monkeypatch.setattr(backends, "_backends", {})
+    with pytest.raises(CuzkError, match="backend gpu: no CUDA device"):
+        backends.get_backend("gpu")
+    assert backends.get_backend("auto").name == "cpu"
+
+
 @on_curves
 def test_batch_names_the_bad_witness(C):
     c = synthetic.make("porep", synthetic.fit_domain("porep", 9), seed=3, curve=C, witnesses=2)

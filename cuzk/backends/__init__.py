@@ -64,6 +64,11 @@ def get_backend(name: str = "cpu") -> Backend:
 
                 be = CpuBackend()
             elif name == "gpu":
+                if not gpu_available():
+                    raise CuzkError(
+                        "backend gpu: no CUDA device (CuPy is not installed or sees no GPU; "
+                        "pip install -e '.[gpu]' on a machine with one, or use the cpu backend)"
+                    )
                 from .gpu.backend import GpuBackend
 
                 be = GpuBackend()

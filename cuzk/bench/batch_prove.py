@@ -59,6 +59,7 @@ def run(a) -> int:
         raise CuzkError(f"--dev {a.dev!r}: batches of witnesses come from the porep or dense shape")
     curve = get_curve(a.curve)
     backend = get_backend(a.backend)
+    a.backend = backend.name  # "auto" resolved
     kmax = sizes[-1]
     t = time.perf_counter()
     circ = synthetic.make(shape, synthetic.fit_domain(shape, log_n), seed=1, curve=curve, witnesses=kmax)
@@ -143,6 +144,6 @@ def add_arguments(s) -> None:
     s.add_argument("--dev", help="in process, no daemon: a synthetic SHAPE:LOG2 circuit (porep or dense) batched")
     s.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 3], help="batch sizes (with --dev; default 1 2 3)")
     s.add_argument("--reps", type=int, default=4, help="rounds per size (with --dev)")
-    s.add_argument("--backend", default="gpu", choices=["gpu", "cpu"], help="with --dev (default gpu)")
+    s.add_argument("--backend", default="gpu", choices=["gpu", "cpu", "auto"], help="with --dev (default gpu)")
     s.add_argument("--curve", default="bls12_381", help="with --dev")
     s.add_argument("--json", default="", help="with --dev: write the rows here")
