@@ -336,6 +336,9 @@ class GpuSession:
             return library.Done(gmsm.msm(group, pts_, cupy.ascontiguousarray(scalars), curve=self.curve, table=table))
 
     def submitted(self) -> None:
+        # the MSMs have run (synchronously; B_G2 on CPU threads has its own host copy): h goes back to the
+        # pool now, not when the finalizer closes the session while the device starts the next proof
+        self._slab = self._h = None
         self.ev.flush()
         # wall time of the whole GPU part (upload to the last MSM result on the host)
         self.timer.record("gpu_part", (time.perf_counter() - self.t0) * 1e3)
