@@ -271,6 +271,8 @@ def test_bench_batch_dev_reports_each_size(tmp_path):
     assert rc == 0 and doc["same_as_one_by_one"] and doc["domain_log"] == 9
     assert [r["batch"] for r in doc["rows"]] == [1, 2] and doc["rows"][0]["ratio"] == 1.0
     assert all(r["proofs_per_s"] > 0 and r["start_ms"]["median"] > 0 for r in doc["rows"])
+    assert set(doc["phases"]) == {f"batch{k}.{f}" for k in (1, 2) for f in ("start", "whole", "proofs_per_s")}
+    assert main(["compare", str(out), str(out)]) == 0  # its JSON is a shape the regression guard reads
     assert main(["batch", "--dev", "chain:9"]) != 0  # one witness only: a usage error, not a traceback
 
 
@@ -293,6 +295,8 @@ def test_batch_names_the_bad_witness(C):
         prover.prove_batch(pk, [c.witness, c.witness[:-1]], CPU)
     with pytest.raises(prover.WitnessError, match="at least one witness"):
         prover.prove_batch(pk, [], CPU)
+    with pytest.raises(ValueError, match="a batch of 2 witnesses needs 2 r, s and labels"):
+        prover.prove_batch(pk, [c.witness, c.others[0]], CPU, rs=[1])
     bad = c.others[0].copy()
     bad[-1] = C.fr.add(bad[-1:], C.fr.from_ints([1]))[0]
     with pytest.raises(prover.ProofCheckError, match="job b1: self-check failed"):

@@ -12,7 +12,8 @@ Two figures per size, each the median over the rounds with its band (max - min):
   * ``start``: the batch's prove_batch_start wall time, i.e. what the device is busy for (the daemon
     overlaps the finish of one batch with the start of the next), and the throughput k / start;
   * ``whole``: start plus finishing every proof (host assembly and verification).
-The ratio is each size's start throughput over size 1's, measured in the same rounds.
+The ratio is each size's start throughput over size 1's, measured in the same rounds. ``--json`` also
+writes these figures in the common ``phases`` shape, so ``cuzk-bench compare OLD.json NEW.json`` guards them.
 
 Before timing, batched proofs are checked identical to one-by-one proofs with the same r, s.
 """
@@ -135,6 +136,23 @@ def run(a) -> int:
             "synth_s": t_synth,
             "setup_s": t_setup,
             "rows": rows,
+            # the common shape cuzk-bench compare reads: per batch size, start and whole (ms) and throughput
+            "phases": {
+                **{
+                    f"batch{r['batch']}.{fig}": {"median": r[f"{fig}_ms"]["median"], "runs": r[f"{fig}_ms"]["runs"], "unit": "ms"}
+                    for r in rows
+                    for fig in ("start", "whole")
+                },
+                **{
+                    f"batch{r['batch']}.proofs_per_s": {
+                        "median": r["proofs_per_s"],
+                        "runs": [r["batch"] / (x / 1e3) for x in r["start_ms"]["runs"]],
+                        "unit": "proofs/s",
+                        "higher_is_better": True,
+                    }
+                    for r in rows
+                },
+            },
         }
         Path(a.json).write_text(json.dumps(doc, indent=1))
     return 0 if same else 1
