@@ -164,10 +164,118 @@ __device__ __forceinline__ Elem<T> dbl(const Elem<T>& a) {
     return add<T>(a, a);
 }
 
+// CUZK_MUL_CHAIN (an experiment, 0 by default; a module's #define, e.g. CUZK_KERNEL_DEFINES_NTT=
+// CUZK_MUL_CHAIN=1): mul as PTX carry chains that ptxas fuses pairwise into wide multiply-adds with
+// carry in (IMAD.WIDE.U32.X), instead of the C form's separate adds, carries and shifts per partial
+// product. A wide multiply-add reads and writes an aligned register pair, so the running sum t is kept
+// in two arrays whose pairs never straddle: e (word k of t at e[k]) takes the products x y[j] of even
+// j, o (word k at o[k + 1]) those of odd j; each row t = (t + a_i b + m p) / 2^32 is four chains (even
+// and odd, for a_i b and for m p), m from e[0] + o[1], and the division by 2^32 is a renaming (new e[k]
+// = o[k + 2], new o[k] = e[k]) plus one add whose carry out of the cleared low word starts the next
+// row's first chain. Modelled instruction by instruction in tests/test_mul_chain_model.py against
+// Python integers; not measured on a GPU yet (NOTES.md). The asm statements are volatile: the carry
+// flag links them, which the compiler cannot see.
+#ifndef CUZK_MUL_CHAIN
+#define CUZK_MUL_CHAIN 0
+#endif
+
+#if CUZK_MUL_CHAIN
+namespace chain {
+#define CUZK_PTX3(name, op)                                                               \
+    __device__ __forceinline__ u32 name(u32 x, u32 y, u32 z) {                            \
+        u32 r;                                                                            \
+        asm volatile(op " %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z));           \
+        return r;                                                                         \
+    }
+#define CUZK_PTX2(name, op)                                                               \
+    __device__ __forceinline__ u32 name(u32 x, u32 y) {                                   \
+        u32 r;                                                                            \
+        asm volatile(op " %0, %1, %2;" : "=r"(r) : "r"(x), "r"(y));                       \
+        return r;                                                                         \
+    }
+CUZK_PTX3(mad_lo_cc, "mad.lo.cc.u32")
+CUZK_PTX3(madc_lo_cc, "madc.lo.cc.u32")
+CUZK_PTX3(madc_hi_cc, "madc.hi.cc.u32")
+CUZK_PTX3(madc_hi, "madc.hi.u32")
+CUZK_PTX2(add_cc, "add.cc.u32")
+CUZK_PTX2(addc_cc, "addc.cc.u32")
+CUZK_PTX2(addc, "addc.u32")
+#undef CUZK_PTX3
+#undef CUZK_PTX2
+
+// e[0 .. N] += x (y[0] + y[2] 2^64 + ...); CARRY_IN: the first multiply-add takes the carry flag as the
+// instruction before left it. No carry leaves e[N], nor o[N + 1] below: with p < 2^(32N - 1) (every
+// field here) a row's t + x b + m p stays below 2p + 2^33 p < 2^(32(N + 1)).
+template <int N, bool CARRY_IN>
+__device__ __forceinline__ void row_even(u32* e, u32 x, const u32* y) {
+    e[0] = CARRY_IN ? madc_lo_cc(x, y[0], e[0]) : mad_lo_cc(x, y[0], e[0]);
+    e[1] = madc_hi_cc(x, y[0], e[1]);
+#pragma unroll
+    for (int j = 2; j < N; j += 2) {
+        e[j] = madc_lo_cc(x, y[j], e[j]);
+        e[j + 1] = madc_hi_cc(x, y[j], e[j + 1]);
+    }
+    e[N] = addc(e[N], 0);
+}
+
+// o[2 .. N + 1] += x (y[1] 2^32 + y[3] 2^96 + ...) 2^32 (o[k] is word k - 1 of t)
+template <int N>
+__device__ __forceinline__ void row_odd(u32* o, u32 x, const u32* y) {
+    o[2] = mad_lo_cc(x, y[1], o[2]);
+#pragma unroll
+    for (int j = 1; j < N; j += 2) {
+        if (j > 1) o[j + 1] = madc_lo_cc(x, y[j], o[j + 1]);
+        o[j + 2] = j < N - 1 ? madc_hi_cc(x, y[j], o[j + 2]) : madc_hi(x, y[j], o[j + 2]);
+    }
+}
+}  // namespace chain
+#endif
+
 // Montgomery product a*b/2^(32N) mod p (CIOS).
 template <class T>
 __device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
     constexpr int N = T::N;
+#if CUZK_MUL_CHAIN
+    u32 e[N + 1], o[N + 2], p[N];
+#pragma unroll
+    for (int k = 0; k <= N; k++) e[k] = 0;
+#pragma unroll
+    for (int k = 0; k <= N + 1; k++) o[k] = 0;
+#pragma unroll
+    for (int j = 0; j < N; j++) p[j] = T::P(j);
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        if (i == 0) {
+            chain::row_even<N, false>(e, a.v[i], b.v);
+        } else {
+            chain::row_even<N, true>(e, a.v[i], b.v);  // takes the carry of the last row's low word
+        }
+        chain::row_odd<N>(o, a.v[i], b.v);
+        u32 m = (e[0] + o[1]) * T::NP0;
+        chain::row_even<N, false>(e, m, p);
+        chain::row_odd<N>(o, m, p);
+        chain::add_cc(e[0], o[1]);  // word 0 of t is 0 mod 2^32 now; its carry goes to the next chain
+        u32 ne[N + 1], no[N + 2];   // t / 2^32: a renaming
+#pragma unroll
+        for (int k = 0; k < N; k++) ne[k] = o[k + 2];
+        ne[N] = 0;
+#pragma unroll
+        for (int k = 0; k <= N; k++) no[k] = e[k];
+        no[N + 1] = 0;
+#pragma unroll
+        for (int k = 0; k <= N; k++) e[k] = ne[k];
+#pragma unroll
+        for (int k = 0; k <= N + 1; k++) o[k] = no[k];
+    }
+    u32 t[N];  // e + o / 2^32 + the last carry: t < 2p
+    t[0] = chain::addc_cc(e[0], o[1]);
+#pragma unroll
+    for (int k = 1; k < N; k++) t[k] = chain::addc_cc(e[k], o[k + 1]);
+    u32 hi = chain::addc(e[N], o[N + 1]);
+    Elem<T> r;
+    reduce_once<T>(r, t, hi);
+    return r;
+#else
     u32 t[N + 2];
 #pragma unroll
     for (int j = 0; j < N + 2; j++) t[j] = 0;
@@ -199,6 +307,7 @@ __device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
     Elem<T> r;
     reduce_once<T>(r, t, t[N]);
     return r;
+#endif
 }
 
 // Montgomery reduction of a 2N-limb value t < p R (SOS: N rows of m p added, then the high half):
