@@ -30,6 +30,8 @@ TARGET = build.DeviceTarget("90")
 CURVES = tuple(curve_names())
 MODULES = build.MODULES + cuzk.bench.kernels.MODULES
 CAP_BUILD = ("ntt", (("CUZK_NTT_MINB", "0"),))  # the register-cap knob: a compile-time user switch
+# the fenced carry-chain multiply (mont.cuh's CUZK_MUL_CHAIN): it must keep compiling until it is measured
+CHAIN_BUILDS = [(m, (("CUZK_MUL_CHAIN", "1"),)) for m in ("fr_ops", "ntt")]
 WORKERS = 2
 NICE = 10  # below the tests that run meanwhile (a nice-10 process gets ~1/10 of a core against one at 0)
 
@@ -45,6 +47,7 @@ class _Builds:
             build.job_for(m, "90", (), curve, c) for m in ("msm_table", "setup", "probe", "ntt", "fr_ops") for curve in CURVES
         ]
         jobs.append(build.job_for(CAP_BUILD[0], "90", CAP_BUILD[1], build.DEFAULT_CURVE, c))
+        jobs += [build.job_for(m, "90", d, curve, c) for m, d in CHAIN_BUILDS for curve in CURVES]
         self.started = time.perf_counter()
         self.batch = build.BuildBatch(jobs, WORKERS, NICE)
         self.results: dict | None = None
@@ -125,6 +128,13 @@ def test_register_cap_build_compiles_and_is_cached_apart(builds, in_cache):
     module, defines = CAP_BUILD
     _assert_built(builds[module, defines, build.DEFAULT_CURVE], module, defines, build.DEFAULT_CURVE)
     assert build.cubin_path(module, TARGET, defines) != build.cubin_path(module, TARGET)
+
+
+@pytest.mark.parametrize("curve", CURVES)
+@pytest.mark.parametrize("module,defines", CHAIN_BUILDS, ids=lambda v: v if isinstance(v, str) else "chain")
+def test_carry_chain_multiply_builds(module, defines, curve, builds, in_cache):
+    _assert_built(builds[module, defines, curve], module, defines, curve)
+    assert build.cubin_path(module, TARGET, defines, curve) != build.cubin_path(module, TARGET, (), curve)
 
 
 def test_each_curve_builds_apart():
