@@ -335,13 +335,16 @@ def test_kill9_of_a_host_its_jobs_are_proved_by_the_others_and_nothing_is_writte
         ids = [victim.c.submit("big", witness=big.witness(i)).job_id for i in range(5)]
         wait_until(lambda: sum(r["claim_host"] == "victim" for r in rows(cluster_db).values()) >= 3, 60, "victim's claims")
         victim.kill9()
-        held = [j for j, r in rows(cluster_db).items() if r["claim_host"] == "victim" and r["state"] == "running"]
+        at_kill = rows(cluster_db)
+        held = [j for j, r in at_kill.items() if r["claim_host"] == "victim" and r["state"] == "running"]
         assert held
         other = start(folder, "survivor", cluster_db, circuits, ids=("big",), claim_ahead=3)
         c = Client(other.address)
         for jid in ids:
             res = c.await_proof(jid, timeout_ms=120_000)
-            assert verified(big, res) and res.host == "survivor"
+            assert verified(big, res)
+            # the victim may have finished a job before the kill (a fast machine); nothing after it
+            assert res.host == "survivor" or (jid not in held and at_kill[jid]["state"] == "completed"), (jid, res.host)
         c.close()
         r = rows(cluster_db)
         assert all(r[j]["attempts"] == 1 for j in held)  # one run lost to the kill
