@@ -2,9 +2,10 @@
 
 Per proof (a :class:`GpuSession`): the witness is uploaded (one DMA when it is already in page-locked
 memory, else through a reused pinned staging buffer), a, b, c come from sparse mat-vecs into one
-(3, n) slab so the quotient's NTTs run as one batched launch per pass, h = a*b - c is a fresh vector
-(the slab is freed before the MSMs take their memory), and every MSM runs on the device (a batch of
-proofs of one circuit shares the slabs and the NTT launches); B_G2 may run on
+(3, n) slab so the quotient's NTTs run as one batched launch per pass, h = a*b - c goes to a slab of its
+own (the a, b, c slab is freed before the MSMs take their memory, the h slab once they have run), and
+every MSM runs on the device (a batch of proofs of one circuit shares the slabs and the NTT launches);
+B_G2 may run on
 CPU threads instead ("A4" in the original daemon's numbering), left in flight for the recipe to collect.
 Phases are timed with CUDA events and recorded when the last MSM has been submitted.
 
