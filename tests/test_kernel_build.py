@@ -30,8 +30,8 @@ TARGET = build.DeviceTarget("90")
 CURVES = tuple(curve_names())
 MODULES = build.MODULES + cuzk.bench.kernels.MODULES
 CAP_BUILD = ("ntt", (("CUZK_NTT_MINB", "0"),))  # the register-cap knob: a compile-time user switch
-# the fenced carry-chain multiply (mont.cuh's CUZK_MUL_CHAIN): it must keep compiling until it is measured
-CHAIN_BUILDS = [(m, (("CUZK_MUL_CHAIN", "1"),)) for m in ("fr_ops", "ntt")]
+# the fenced carry-chain multiplies (mont.cuh's CUZK_MUL_CHAIN 1 and 2): they must keep compiling until measured
+CHAIN_BUILDS = [(m, (("CUZK_MUL_CHAIN", form),)) for m in ("fr_ops", "ntt") for form in ("1", "2")]
 WORKERS = 2
 NICE = 10  # below the tests that run meanwhile (a nice-10 process gets ~1/10 of a core against one at 0)
 
@@ -131,7 +131,9 @@ def test_register_cap_build_compiles_and_is_cached_apart(builds, in_cache):
 
 
 @pytest.mark.parametrize("curve", CURVES)
-@pytest.mark.parametrize("module,defines", CHAIN_BUILDS, ids=lambda v: v if isinstance(v, str) else "chain")
+@pytest.mark.parametrize(
+    "module,defines", CHAIN_BUILDS, ids=lambda v: v if isinstance(v, str) else "chain" + dict(v)["CUZK_MUL_CHAIN"]
+)
 def test_carry_chain_multiply_builds(module, defines, curve, builds, in_cache):
     _assert_built(builds[module, defines, curve], module, defines, curve)
     assert build.cubin_path(module, TARGET, defines, curve) != build.cubin_path(module, TARGET, (), curve)

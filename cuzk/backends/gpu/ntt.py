@@ -28,6 +28,7 @@ from .runtime import BLOCK, grid_for, launch, op_errors, u32
 
 TILE_LOG = 10  # stages per pass at most (2^10 elements, 32 KiB of shared memory)
 COALESCE_LOG = 4  # consecutive low indices per tile row when the pass works on high bits
+BR_BITS = 4  # the tiled bit reversal's tiles are 2^4 x 2^4 elements (ntt.cu, fr_bit_reverse_tiled)
 
 
 def ntt_radix() -> int:
@@ -136,7 +137,9 @@ class GpuDomain:
             )
         return 1 if a.ndim == 2 else a.shape[0]
 
-    def _passes(self, a: cupy.ndarray, dit: bool, inverse: bool) -> None:
+    def _passes(self, a: cupy.ndarray, dit: bool, inverse: bool, scale: tuple | None = None) -> None:
+        """The passes of one transform; ``scale`` (a _scale_table) multiplies element i by its entry at
+        bitrev(i) as the first pass loads it (data in bit-reversed order: the DIT of evals_to_coset)."""
         tw = self.tw_inv if inverse else self.tw
         batch = self._check(a)
         op = f"NTT 2^{self.log_n} x{batch} ({'DIT' if dit else 'DIF'}{', inverse' if inverse else ''})"
@@ -144,13 +147,16 @@ class GpuDomain:
         for lo, s, u in plan_passes(self.log_n, dit):
             grid = (1 << (self.log_n - s - u), batch)
             kernel, block = ("ntt_pass_r4", 1 << (s + u - 2)) if radix4 and s >= 2 else ("ntt_pass", 1 << (s + u - 1))
+            sc_lo, sc_hi, sc_bits = scale if scale is not None else (tw, tw, 0)  # tables unread when off
             self._launch(
                 kernel,
                 grid,
                 block,
-                (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit)), np.uint64(self.size)),
+                (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit)), np.uint64(self.size))
+                + (sc_lo, sc_hi, u32(sc_bits), u32(scale is not None)),
                 op,
             )
+            scale = None  # the first pass only
 
     def _scale_table(self, g: int, scale: int) -> tuple:
         """Device tables for scale * g^e (see _split_powers), cached per (g, scale)."""
@@ -163,13 +169,29 @@ class GpuDomain:
             cached = self._scale_tables[key] = _split_powers(self.fr, key[0], self.size, key[1])
         return cached
 
-    def bit_reverse(self, a: cupy.ndarray) -> None:
+    def bit_reverse(self, a: cupy.ndarray, g: int | None = None, scale: int = 1) -> None:
+        """Bit-reversal permutation, then, when ``g`` is given, a[j] *= scale * g^j (natural order): one
+        pass by 16 x 16 tiles from 2^8 up (fr_bit_reverse_tiled), the scattered swap and a scaling pass below."""
+        batch = self._check(a)
+        what = f"bit reversal 2^{self.log_n}"
+        if self.log_n < 2 * BR_BITS:
+            if self.log_n:
+                self._launch(
+                    "fr_bit_reverse", (grid_for(self.size), batch), BLOCK, (a, u32(self.log_n), np.uint64(self.size)), what
+                )
+            if g is not None:
+                self.scale_powers(a, g, scale)
+            return
+        if g is None:
+            mode, (lo, hi, b) = 0, (self.tw, self.tw, 0)  # tables unread
+        else:
+            mode, (lo, hi, b) = (1 if g % self.fr.p == 1 else 2), self._scale_table(g, scale)
         self._launch(
-            "fr_bit_reverse",
-            (grid_for(self.size), self._check(a)),
-            BLOCK,
-            (a, u32(self.log_n), np.uint64(self.size)),
-            f"bit reversal 2^{self.log_n}",
+            "fr_bit_reverse_tiled",
+            (1 << (self.log_n - 2 * BR_BITS), batch),
+            1 << (2 * BR_BITS),
+            (a, u32(self.log_n), u32(mode), lo, hi, u32(b), np.uint64(self.size)),
+            what,
         )
 
     def scale_powers(self, a: cupy.ndarray, g: int, scale: int = 1, reversed_order: bool = False) -> None:
@@ -195,8 +217,7 @@ class GpuDomain:
         self._check(a)
         if self.log_n:
             self._passes(a, dit=False, inverse=True)
-            self.bit_reverse(a)
-        self.scale_powers(a, 1, self.size_inv)
+        self.bit_reverse(a, 1, self.size_inv)
         return a
 
     def coset_ntt(self, a: cupy.ndarray, shift: int) -> cupy.ndarray:
@@ -210,19 +231,18 @@ class GpuDomain:
         self._check(a)
         if self.log_n:
             self._passes(a, dit=False, inverse=True)
-        self.scale_powers(a, pow(shift, -1, self.fr.p), self.size_inv * scale, reversed_order=True)
-        if self.log_n:
-            self.bit_reverse(a)
+        self.bit_reverse(a, pow(shift, -1, self.fr.p), self.size_inv * scale)
         return a
 
     def evals_to_coset(self, a: cupy.ndarray, shift: int) -> cupy.ndarray:
-        """Values on the domain -> values on shift * domain (iNTT, scale, NTT; no bit reversal)."""
+        """Values on the domain -> values on shift * domain (iNTT, scale, NTT; no bit reversal; the scaling
+        rides on the NTT's first pass)."""
         self._check(a)
-        if self.log_n:
-            self._passes(a, dit=False, inverse=True)
-        self.scale_powers(a, shift, self.size_inv, reversed_order=True)
-        if self.log_n:
-            self._passes(a, dit=True, inverse=False)
+        if not self.log_n:
+            self.scale_powers(a, shift, self.size_inv)
+            return a
+        self._passes(a, dit=False, inverse=True)
+        self._passes(a, dit=True, inverse=False, scale=self._scale_table(shift, self.size_inv))  # scaled as loaded
         return a
 
 

@@ -228,6 +228,68 @@ __device__ __forceinline__ void row_odd(u32* o, u32 x, const u32* y) {
         o[j + 2] = j < N - 1 ? madc_hi_cc(x, y[j], o[j + 2]) : madc_hi(x, y[j], o[j + 2]);
     }
 }
+
+// The second form (CUZK_MUL_CHAIN=2): t kept as X + Y 2^32 in two N-word arrays (X: the products of
+// even words, aligned; Y: those of odd words, one word up), rows alternating the two roles. A row adds
+// x y and m p to t, clearing its low word; the division by 2^32 is the role swap plus one add (Y[1] into
+// X[0]) whose carry runs on into the next odd chain, which also shifts Y down two words. No word beyond
+// N: with p < 2^(32N - 1) the top words never carry out (tests/test_mul_chain_model.py asserts it).
+#define CUZK_PTX_PAIR(name, lo, hi)                                                                 \
+    __device__ __forceinline__ void name(u32& r0, u32& r1, u32 x, u32 y, u32 z0, u32 z1) {           \
+        asm volatile(lo " %0, %2, %3, %4;\n\t" hi " %1, %2, %3, %5;"                                 \
+                     : "=r"(r0), "=r"(r1)                                                           \
+                     : "r"(x), "r"(y), "r"(z0), "r"(z1));                                           \
+    }
+CUZK_PTX_PAIR(mad_pair_first, "mad.lo.cc.u32", "madc.hi.cc.u32")
+CUZK_PTX_PAIR(mad_pair, "madc.lo.cc.u32", "madc.hi.cc.u32")
+CUZK_PTX_PAIR(mad_pair_last, "madc.lo.cc.u32", "madc.hi.u32")
+#undef CUZK_PTX_PAIR
+
+// acc = x (y[0] + y[2] 2^64 + ...), no carries
+template <int N>
+__device__ __forceinline__ void mul_pairs(u32* acc, u32 x, const u32* y) {
+#pragma unroll
+    for (int j = 0; j < N; j += 2) {
+        acc[j] = x * y[j];
+        acc[j + 1] = __umulhi(x, y[j]);
+    }
+}
+
+// acc += x (y[0] + y[2] 2^64 + ...), a fresh chain; its carry is left in the flag
+template <int N>
+__device__ __forceinline__ void mad_pairs(u32* acc, u32 x, const u32* y) {
+    mad_pair_first(acc[0], acc[1], x, y[0], acc[0], acc[1]);
+#pragma unroll
+    for (int j = 2; j < N; j += 2) mad_pair(acc[j], acc[j + 1], x, y[j], acc[j], acc[j + 1]);
+}
+
+// acc = acc / 2^64 + x (y[0] + y[2] 2^64 + ...) + the carry flag
+template <int N>
+__device__ __forceinline__ void mad_pairs_down(u32* acc, u32 x, const u32* y) {
+#pragma unroll
+    for (int j = 0; j < N - 2; j += 2) mad_pair(acc[j], acc[j + 1], x, y[j], acc[j + 2], acc[j + 3]);
+    mad_pair_last(acc[N - 2], acc[N - 1], x, y[N - 2], 0, 0);
+}
+
+// One row on t = X + Y 2^32: t + x y + m p with m clearing the low word (X[0] is 0 afterwards, so
+// t / 2^32 = Y + X / 2^32: the next row runs with the roles swapped).
+template <class T>
+__device__ __forceinline__ void row2(u32* X, u32* Y, u32 x, const u32* y, const u32* p, bool first) {
+    constexpr int N = T::N;
+    if (first) {
+        mul_pairs<N>(Y, x, y + 1);
+        mul_pairs<N>(X, x, y);
+    } else {
+        X[0] = add_cc(X[0], Y[1]);
+        mad_pairs_down<N>(Y, x, y + 1);
+        mad_pairs<N>(X, x, y);
+        Y[N - 1] = addc(Y[N - 1], 0);
+    }
+    const u32 m = X[0] * T::NP0;
+    mad_pairs<N>(Y, m, p + 1);
+    mad_pairs<N>(X, m, p);
+    Y[N - 1] = addc(Y[N - 1], 0);
+}
 }  // namespace chain
 #endif
 
@@ -235,7 +297,24 @@ __device__ __forceinline__ void row_odd(u32* o, u32 x, const u32* y) {
 template <class T>
 __device__ __forceinline__ Elem<T> mul(const Elem<T>& a, const Elem<T>& b) {
     constexpr int N = T::N;
-#if CUZK_MUL_CHAIN
+#if CUZK_MUL_CHAIN == 2
+    u32 X[N], Y[N], p[N];
+#pragma unroll
+    for (int j = 0; j < N; j++) p[j] = T::P(j);
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        chain::row2<T>(X, Y, a.v[i], b.v, p, i == 0);
+        chain::row2<T>(Y, X, a.v[i + 1], b.v, p, false);
+    }
+    u32 t[N];  // the last row cleared Y[0]: t / 2^32 = X + Y / 2^32 < 2p
+    t[0] = chain::add_cc(X[0], Y[1]);
+#pragma unroll
+    for (int k = 1; k < N - 1; k++) t[k] = chain::addc_cc(X[k], Y[k + 1]);
+    t[N - 1] = chain::addc(X[N - 1], 0);
+    Elem<T> r;
+    reduce_once<T>(r, t, 0);
+    return r;
+#elif CUZK_MUL_CHAIN
     u32 e[N + 1], o[N + 2], p[N];
 #pragma unroll
     for (int k = 0; k <= N; k++) e[k] = 0;

@@ -64,13 +64,31 @@ __device__ __forceinline__ NttTile ntt_tile(u32 lo, u32 s, u32 u) {
     return {low_chunk, ((b >> low_chunks_log) << (lo + s)) | (low_chunk << u)};
 }
 
+__device__ __forceinline__ u32 bitrev(u32 i, u32 log_n) { return log_n ? (__brev(i) >> (32 - log_n)) : 0; }
+
+// A scaling folded into a pass's loads (the evals_to_coset's scale g^e / n between its DIF and its DIT,
+// data in bit-reversed order): element i is multiplied by lo[e & mask] hi[e >> bits], e = bitrev(i), when
+// `on`; saves the separate fr_scale_powers pass (a read and a write of every element).
+struct NttScale {
+    const Fr* lo;
+    const Fr* hi;
+    u32 bits, on;
+};
+
 // shared tile <-> global data, PER elements per thread (x = k + h * nthreads)
 template <int PER>
-__device__ __forceinline__ void ntt_load_tile(Fr* tile, const Fr* __restrict__ data, u32 k, u32 nthreads, u64 base, u32 u, u32 lo) {
+__device__ __forceinline__ void ntt_load_tile(Fr* tile, const Fr* __restrict__ data, u32 k, u32 nthreads, u64 base, u32 u, u32 lo,
+                                              const NttScale& sc, u32 log_n) {
 #pragma unroll
     for (int h = 0; h < PER; h++) {
         u32 x = k + h * nthreads;
-        tile[x] = load<FrTag>(data + tile_global(base, x, u, lo));
+        const u64 i = tile_global(base, x, u, lo);
+        Fr v = load<FrTag>(data + i);
+        if (sc.on) {
+            const u32 e = bitrev((u32)i, log_n);
+            v = mul<FrTag>(v, mul<FrTag>(load<FrTag>(sc.lo + (e & ((1u << sc.bits) - 1))), load<FrTag>(sc.hi + (e >> sc.bits))));
+        }
+        tile[x] = v;
     }
 }
 template <int PER>
@@ -83,7 +101,8 @@ __device__ __forceinline__ void ntt_store_tile(const Fr* tile, Fr* __restrict__ 
 }
 
 extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
-                                    u32 dit, u64 stride) {
+                                    u32 dit, u64 stride, const Fr* __restrict__ sc_lo, const Fr* __restrict__ sc_hi,
+                                    u32 sc_bits, u32 sc_on) {
     __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
     data += blockIdx.y * stride;
     const u32 tile_log = s + u;
@@ -91,7 +110,7 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict_
     const u32 k = threadIdx.x;
     if (k >= nthreads) return;  // block size is exactly nthreads; kept for safety
     const NttTile tp = ntt_tile(lo, s, u);
-    ntt_load_tile<2>(tile, data, k, nthreads, tp.base, u, lo);
+    ntt_load_tile<2>(tile, data, k, nthreads, tp.base, u, lo, NttScale{sc_lo, sc_hi, sc_bits, sc_on}, log_n);
     __syncthreads();
 
     const u32 l = k & ((1u << u) - 1);
@@ -191,7 +210,8 @@ __device__ __forceinline__ void tile_stages(Fr* tile, const Fr* __restrict__ tw,
 
 // Radix-4 form of ntt_pass (host switch CUZK_NTT_RADIX=4, passes with s >= 2). Block size 2^(s+u-2).
 extern "C" __global__ void NTT_R4_BOUNDS ntt_pass_r4(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
-                                       u32 dit, u64 stride) {
+                                       u32 dit, u64 stride, const Fr* __restrict__ sc_lo, const Fr* __restrict__ sc_hi,
+                                       u32 sc_bits, u32 sc_on) {
     __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
     data += blockIdx.y * stride;
     const u32 tile_log = s + u;
@@ -199,14 +219,12 @@ extern "C" __global__ void NTT_R4_BOUNDS ntt_pass_r4(Fr* __restrict__ data, cons
     const u32 k = threadIdx.x;
     if (k >= nthreads) return;
     const NttTile tp = ntt_tile(lo, s, u);
-    ntt_load_tile<4>(tile, data, k, nthreads, tp.base, u, lo);
+    ntt_load_tile<4>(tile, data, k, nthreads, tp.base, u, lo, NttScale{sc_lo, sc_hi, sc_bits, sc_on}, log_n);
     __syncthreads();
     const u32 l = k & ((1u << u) - 1);
     tile_stages(tile, tw, k >> u, l, u, s, lo, (tp.low_chunk << u) | l, log_n, dit);
     ntt_store_tile<4>(tile, data, k, nthreads, tp.base, u, lo);
 }
-
-__device__ __forceinline__ u32 bitrev(u32 i, u32 log_n) { return log_n ? (__brev(i) >> (32 - log_n)) : 0; }
 
 extern "C" __global__ void fr_bit_reverse(Fr* __restrict__ data, u32 log_n, u64 stride) {
     data += blockIdx.y * stride;
@@ -217,6 +235,59 @@ extern "C" __global__ void fr_bit_reverse(Fr* __restrict__ data, u32 log_n, u64 
         Fr a = load<FrTag>(data + i), b = load<FrTag>(data + r);
         store<FrTag>(data + i, b);
         store<FrTag>(data + r, a);
+    }
+}
+
+// Bit reversal by 16 x 16 tiles (log_n >= 8), scaling on the way when asked: out[j] = in[bitrev(j)] F(j),
+// F(j) = lo_tbl[0] (scale_mode 1: a constant, the iNTT's 1/n), lo_tbl[j & mask] hi_tbl[j >> lo_bits]
+// (scale_mode 2: the coset iNTT's scale g^j, scale folded into lo_tbl by the host) or 1 (scale_mode 0).
+// An index is i = h 2^(log_n - 4) + m 2^4 + l with 4-bit h and l; bitrev(i) = rev(l) 2^(log_n - 4) +
+// rev(m) 2^4 + rev(h). The block of middle m (m <= rev(m)) reads the 256 elements of m and the 256 of
+// rev(m) as 16 runs of 16 consecutive elements (512 contiguous bytes each) and writes each set in the
+// other's place, again in runs of 16: the scattered 32-byte swap of fr_bit_reverse, coalesced. Shared
+// memory holds an element's four words in four planes with rows of 17, so that the row-wise fill and the
+// column-wise read both touch 16 different 8-byte banks per half warp. The scaling rides on a pass
+// that moves every element anyway (the separate fr_scale_powers pass cost 1.36 ms at 2^24 on the H100).
+#define BR_BITS 4
+#define BR_W (1 << BR_BITS)
+#define BR_ROW (BR_W + 1)
+#define BR_BOUNDS __launch_bounds__(BR_W * BR_W)
+__device__ __forceinline__ u32 rev4(u32 x) { return __brev(x) >> (32 - BR_BITS); }
+
+extern "C" __global__ void BR_BOUNDS fr_bit_reverse_tiled(Fr* __restrict__ data, u32 log_n, u32 scale_mode, const Fr* __restrict__ lo_tbl,
+                                                       const Fr* __restrict__ hi_tbl, u32 lo_bits, u64 stride) {
+    __shared__ u64 tile[2][4][BR_W * BR_ROW];
+    data += blockIdx.y * stride;
+    const u32 mid_bits = log_n - 2 * BR_BITS;
+    const u32 m = blockIdx.x;
+    const u32 mr = mid_bits ? (__brev(m) >> (32 - mid_bits)) : 0;
+    if (mr < m) return;  // the block of rev(m) moves this pair
+    const u32 sets = mr == m ? 1 : 2;
+    const u32 k = threadIdx.x, hi = k >> BR_BITS, lo = k & (BR_W - 1);
+    const u32 high_shift = log_n - BR_BITS;
+    for (u32 t = 0; t < sets; t++) {  // thread (hi, lo) loads element (h, middle, l) = (hi, m or mr, lo)
+        const u64 i = ((u64)hi << high_shift) | ((u64)(t ? mr : m) << BR_BITS) | lo;
+        const Fr x = load<FrTag>(data + i);
+#pragma unroll
+        for (int q = 0; q < 4; q++) tile[t][q][hi * BR_ROW + lo] = (u64)x.v[2 * q] | ((u64)x.v[2 * q + 1] << 32);
+    }
+    __syncthreads();
+    for (u32 t = 0; t < sets; t++) {  // thread (hi, lo) writes (r, rev(middle), c) = (hi, ., lo) from (rev(c), middle, rev(r))
+        const u32 src = rev4(lo) * BR_ROW + rev4(hi);
+        Fr y;
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const u64 w = tile[t][q][src];
+            y.v[2 * q] = (u32)w;
+            y.v[2 * q + 1] = (u32)(w >> 32);
+        }
+        const u64 j = ((u64)hi << high_shift) | ((u64)(t ? m : mr) << BR_BITS) | lo;
+        if (scale_mode == 1) {
+            y = mul<FrTag>(y, load<FrTag>(lo_tbl));
+        } else if (scale_mode == 2) {
+            y = mul<FrTag>(y, mul<FrTag>(load<FrTag>(lo_tbl + (j & ((1u << lo_bits) - 1))), load<FrTag>(hi_tbl + (j >> lo_bits))));
+        }
+        store<FrTag>(data + j, y);
     }
 }
 
