@@ -85,6 +85,33 @@ NTT_CASES += [(BN, 23, 5, 4, "balanced")]
 @pytest.mark.parametrize("C,log_n,gen,radix,plan", NTT_CASES, ids=lambda v: getattr(v, "name", str(v)))
 def test_ntt_matches_cpu(C, log_n, gen, radix, plan, monkeypatch):
     switches(monkeypatch, ntt_radix=radix, ntt_plan=plan)
+    check_every_transform(C, log_n, gen)
+
+
+# GpuConfig.ntt_fused: the tiled bit reversal that scales (from 2^8: 8 has no middle bits, 9 an odd
+# count) and the coset NTT's scaled first pass, in both radices, on both curves
+FUSED_CASES = [(C, log_n, radix) for C in (BLS, BN) for log_n in (1, 7, 8, 9, 12, 16, 17, 20, 23) for radix in (2, 4)]
+
+
+@pytest.mark.parametrize("C,log_n,radix", FUSED_CASES, ids=lambda v: getattr(v, "name", str(v)))
+def test_fused_scaling_ntt_matches_cpu(C, log_n, radix, monkeypatch):
+    switches(monkeypatch, ntt_radix=radix, ntt_fused=True)
+    check_every_transform(C, log_n, 5)
+    # a batch of three (the prover's a, b, c and its h slab) equal to one by one
+    xs = np.stack([rand_fr(1 << log_n, C) for _ in range(3)])
+    shift = 1 + secrets.randbelow(C.r - 1)
+    gd = gntt.domain(log_n, curve=C)
+    for op in ("ntt", "intt", "evals_to_coset", "coset_intt"):
+        f = getattr(gd, op)
+        args = (shift,) if op in ("evals_to_coset", "coset_intt") else ()
+        batch = cupy.asarray(xs)
+        f(batch, *args)
+        one = [cupy.asnumpy(f(cupy.asarray(x), *args)) for x in xs]
+        assert np.array_equal(cupy.asnumpy(batch), np.stack(one)), op
+
+
+def check_every_transform(C, log_n: int, gen: int) -> None:
+    """Every GpuDomain transform on a fresh random vector equal to the CPU domain's."""
     n = 1 << log_n
     R = C.r
     x = rand_fr(n, C)

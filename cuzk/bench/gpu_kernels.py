@@ -10,7 +10,8 @@ A CPU (arkworks, all cores) MSM at 2^16 and 2^18 gives the GPU/CPU ratio.
 --curve picks the curve (default BLS12-381); every row carries it.
 
 Side by side in the same process: --variants (kernel #defines or host switches, compared first), and
-for every NTT size the other radix, both pass plans (GpuConfig.ntt_plan) and each --ntt-variant build.
+for every NTT size the other radix, both pass plans (GpuConfig.ntt_plan), the scalings fused or not
+(GpuConfig.ntt_fused) and each --ntt-variant build.
 Switches are changed through the GPU configuration object (cuzk/backends/gpu/config.py), never by
 setting environment variables mid-run; the environment still sets the starting configuration.
 """
@@ -375,6 +376,8 @@ def main() -> int:
             return
         for plan in ("greedy", "balanced") if plans else ():
             report(f"  same, {plan} plan", log_n, ntt_timed(f, {"CUZK_NTT_PLAN": plan}), floor)
+        other = "0" if config.current().ntt_fused else "1"  # the scalings folded in, or in passes of their own
+        report(f"  same, ntt_fused={other}", log_n, ntt_timed(f, {"CUZK_NTT_FUSED": other}), floor)
         for spec, defs in ntt_variants.items():
             report(f"  same, ntt {spec}", log_n, ntt_timed(f, variant=defs), floor)
 
@@ -387,7 +390,8 @@ def main() -> int:
         if not a.plain:
             report(f"  same, radix {other}", log_n, ntt_timed(lambda: d.ntt(x), {"CUZK_NTT_RADIX": other}), floor)
         side_by_side("iNTT+coset NTT", log_n, lambda: d.evals_to_coset(x, 7))
-        report("coset iNTT", log_n, ntt_timed(lambda: d.coset_intt(x, 7)))
+        side_by_side("iNTT", log_n, lambda: d.intt(x), plans=False)
+        side_by_side("coset iNTT", log_n, lambda: d.coset_intt(x, 7), plans=False)
         if log_n in (16, 20, 24, 26) and not a.plain:  # the prover's a, b, c: one batched launch per pass vs three
             x3 = cupy.concatenate([x[None]] * 3)
             side_by_side("  x3 batched", log_n, lambda: d.evals_to_coset(x3, 7), plans=False)

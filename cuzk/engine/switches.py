@@ -86,6 +86,13 @@ _GPU: dict[str, tuple[str, str, str]] = {
         "H200, 2026-12-04 (runs s5-1..s5-3), BENCHMARKS 2f: 2^24 greedy 9.61 vs balanced 8.43 ms; 2^27 72.5 vs 73.7",
         "passes of even size (balanced) vs as many stages per pass as fit (greedy); auto picks per size",
     ),
+    "ntt_fused": (
+        "",
+        "not measured: built 2026-12-06 (fourth session) while no device was lent; NOTES predicts iNTT and coset "
+        "iNTT 2^24 -20% on the H100",
+        "one pass fewer per iNTT, coset iNTT and coset NTT and a coalesced bit reversal vs the scaling pass and "
+        "the scattered swap",
+    ),
     "msm_acc": (
         "",
         "H200, 2026-12-02 (runs s2-2..s2-5), BENCHMARKS 2b: G1 2^26 1278 -> 1113 ms, G2 2^24 1308 -> 1080 ms",

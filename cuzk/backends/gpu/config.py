@@ -67,6 +67,12 @@ class GpuConfig:
         "grouping of the NTT's stages into passes (auto: balanced where greedy would leave a pass of 1-3 stages)",
         ("auto", "greedy", "balanced"),
     )
+    ntt_fused: bool = _f(
+        False,
+        "CUZK_NTT_FUSED",
+        "the NTT's scalings folded into other passes (a tiled bit reversal that scales, the coset NTT's first "
+        "pass) instead of a pass of their own; not yet measured",
+    )
     # MSM (msm.py)
     msm_acc: str = _f(
         "even",

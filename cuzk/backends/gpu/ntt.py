@@ -38,6 +38,12 @@ def ntt_radix() -> int:
     return config.current().ntt_radix
 
 
+def fused() -> bool:
+    """GpuConfig.ntt_fused (CUZK_NTT_FUSED): the scalings folded into the tiled bit reversal and into the
+    coset NTT's first pass. Off until measured on a device (built 2026-12-06 while none was lent)."""
+    return config.current().ntt_fused
+
+
 def plan_passes(log_n: int, dit: bool) -> list[tuple[int, int, int]]:
     """(lo, s, u) per pass: bits [lo, lo+s) of the index, 2^u consecutive low indices per tile row.
 
@@ -139,7 +145,8 @@ class GpuDomain:
 
     def _passes(self, a: cupy.ndarray, dit: bool, inverse: bool, scale: tuple | None = None) -> None:
         """The passes of one transform; ``scale`` (a _scale_table) multiplies element i by its entry at
-        bitrev(i) as the first pass loads it (data in bit-reversed order: the DIT of evals_to_coset)."""
+        bitrev(i) as the first pass loads it (data in bit-reversed order: the DIT of evals_to_coset with
+        GpuConfig.ntt_fused)."""
         tw = self.tw_inv if inverse else self.tw
         batch = self._check(a)
         op = f"NTT 2^{self.log_n} x{batch} ({'DIT' if dit else 'DIF'}{', inverse' if inverse else ''})"
@@ -147,15 +154,10 @@ class GpuDomain:
         for lo, s, u in plan_passes(self.log_n, dit):
             grid = (1 << (self.log_n - s - u), batch)
             kernel, block = ("ntt_pass_r4", 1 << (s + u - 2)) if radix4 and s >= 2 else ("ntt_pass", 1 << (s + u - 1))
-            sc_lo, sc_hi, sc_bits = scale if scale is not None else (tw, tw, 0)  # tables unread when off
-            self._launch(
-                kernel,
-                grid,
-                block,
-                (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit)), np.uint64(self.size))
-                + (sc_lo, sc_hi, u32(sc_bits), u32(scale is not None)),
-                op,
-            )
+            args = (a, tw, u32(self.log_n), u32(lo), u32(s), u32(u), u32(int(dit)), np.uint64(self.size))
+            if scale is not None:
+                kernel, args = kernel + "_scaled", args + (scale[0], scale[1], u32(scale[2]))
+            self._launch(kernel, grid, block, args, op)
             scale = None  # the first pass only
 
     def _scale_table(self, g: int, scale: int) -> tuple:
@@ -170,11 +172,12 @@ class GpuDomain:
         return cached
 
     def bit_reverse(self, a: cupy.ndarray, g: int | None = None, scale: int = 1) -> None:
-        """Bit-reversal permutation, then, when ``g`` is given, a[j] *= scale * g^j (natural order): one
-        pass by 16 x 16 tiles from 2^8 up (fr_bit_reverse_tiled), the scattered swap and a scaling pass below."""
+        """Bit-reversal permutation, then, when ``g`` is given, a[j] *= scale * g^j (natural order). With
+        GpuConfig.ntt_fused and from 2^8 up one pass by 16 x 16 tiles (fr_bit_reverse_tiled) that scales on
+        the way; else the scattered swap (fr_bit_reverse), then a scaling pass."""
         batch = self._check(a)
         what = f"bit reversal 2^{self.log_n}"
-        if self.log_n < 2 * BR_BITS:
+        if not fused() or self.log_n < 2 * BR_BITS:
             if self.log_n:
                 self._launch(
                     "fr_bit_reverse", (grid_for(self.size), batch), BLOCK, (a, u32(self.log_n), np.uint64(self.size)), what
@@ -235,14 +238,18 @@ class GpuDomain:
         return a
 
     def evals_to_coset(self, a: cupy.ndarray, shift: int) -> cupy.ndarray:
-        """Values on the domain -> values on shift * domain (iNTT, scale, NTT; no bit reversal; the scaling
-        rides on the NTT's first pass)."""
+        """Values on the domain -> values on shift * domain (iNTT, scale, NTT; no bit reversal; with
+        GpuConfig.ntt_fused the scaling rides on the NTT's first pass)."""
         self._check(a)
         if not self.log_n:
             self.scale_powers(a, shift, self.size_inv)
             return a
         self._passes(a, dit=False, inverse=True)
-        self._passes(a, dit=True, inverse=False, scale=self._scale_table(shift, self.size_inv))  # scaled as loaded
+        if fused():  # scaled as the DIT's first pass loads it
+            self._passes(a, dit=True, inverse=False, scale=self._scale_table(shift, self.size_inv))
+        else:
+            self.scale_powers(a, shift, self.size_inv, reversed_order=True)
+            self._passes(a, dit=True, inverse=False)
         return a
 
 

@@ -66,17 +66,18 @@ __device__ __forceinline__ NttTile ntt_tile(u32 lo, u32 s, u32 u) {
 
 __device__ __forceinline__ u32 bitrev(u32 i, u32 log_n) { return log_n ? (__brev(i) >> (32 - log_n)) : 0; }
 
-// A scaling folded into a pass's loads (the evals_to_coset's scale g^e / n between its DIF and its DIT,
-// data in bit-reversed order): element i is multiplied by lo[e & mask] hi[e >> bits], e = bitrev(i), when
-// `on`; saves the separate fr_scale_powers pass (a read and a write of every element).
+// A scaling folded into a pass's loads (GpuConfig.ntt_fused: the evals_to_coset's scale g^e / n between
+// its DIF and its DIT, data in bit-reversed order): element i is multiplied by lo[e & mask] hi[e >> bits],
+// e = bitrev(i), in the *_scaled entry points; saves the separate fr_scale_powers pass (a read and a
+// write of every element). The plain entry points are the same template without it.
 struct NttScale {
     const Fr* lo;
     const Fr* hi;
-    u32 bits, on;
+    u32 bits;
 };
 
 // shared tile <-> global data, PER elements per thread (x = k + h * nthreads)
-template <int PER>
+template <int PER, bool SCALED>
 __device__ __forceinline__ void ntt_load_tile(Fr* tile, const Fr* __restrict__ data, u32 k, u32 nthreads, u64 base, u32 u, u32 lo,
                                               const NttScale& sc, u32 log_n) {
 #pragma unroll
@@ -84,7 +85,7 @@ __device__ __forceinline__ void ntt_load_tile(Fr* tile, const Fr* __restrict__ d
         u32 x = k + h * nthreads;
         const u64 i = tile_global(base, x, u, lo);
         Fr v = load<FrTag>(data + i);
-        if (sc.on) {
+        if (SCALED) {
             const u32 e = bitrev((u32)i, log_n);
             v = mul<FrTag>(v, mul<FrTag>(load<FrTag>(sc.lo + (e & ((1u << sc.bits) - 1))), load<FrTag>(sc.hi + (e >> sc.bits))));
         }
@@ -100,9 +101,9 @@ __device__ __forceinline__ void ntt_store_tile(const Fr* tile, Fr* __restrict__ 
     }
 }
 
-extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
-                                    u32 dit, u64 stride, const Fr* __restrict__ sc_lo, const Fr* __restrict__ sc_hi,
-                                    u32 sc_bits, u32 sc_on) {
+template <bool SCALED>
+__device__ __forceinline__ void ntt_pass_r2(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
+                                            u32 dit, u64 stride, const NttScale& sc) {
     __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
     data += blockIdx.y * stride;
     const u32 tile_log = s + u;
@@ -110,7 +111,7 @@ extern "C" __global__ void ntt_pass(Fr* __restrict__ data, const Fr* __restrict_
     const u32 k = threadIdx.x;
     if (k >= nthreads) return;  // block size is exactly nthreads; kept for safety
     const NttTile tp = ntt_tile(lo, s, u);
-    ntt_load_tile<2>(tile, data, k, nthreads, tp.base, u, lo, NttScale{sc_lo, sc_hi, sc_bits, sc_on}, log_n);
+    ntt_load_tile<2, SCALED>(tile, data, k, nthreads, tp.base, u, lo, sc, log_n);
     __syncthreads();
 
     const u32 l = k & ((1u << u) - 1);
@@ -209,9 +210,9 @@ __device__ __forceinline__ void tile_stages(Fr* tile, const Fr* __restrict__ tw,
 }
 
 // Radix-4 form of ntt_pass (host switch CUZK_NTT_RADIX=4, passes with s >= 2). Block size 2^(s+u-2).
-extern "C" __global__ void NTT_R4_BOUNDS ntt_pass_r4(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
-                                       u32 dit, u64 stride, const Fr* __restrict__ sc_lo, const Fr* __restrict__ sc_hi,
-                                       u32 sc_bits, u32 sc_on) {
+template <bool SCALED>
+__device__ __forceinline__ void ntt_pass_4(Fr* __restrict__ data, const Fr* __restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u,
+                                           u32 dit, u64 stride, const NttScale& sc) {
     __shared__ Fr tile[1 << NTT_MAX_TILE_LOG];
     data += blockIdx.y * stride;
     const u32 tile_log = s + u;
@@ -219,11 +220,22 @@ extern "C" __global__ void NTT_R4_BOUNDS ntt_pass_r4(Fr* __restrict__ data, cons
     const u32 k = threadIdx.x;
     if (k >= nthreads) return;
     const NttTile tp = ntt_tile(lo, s, u);
-    ntt_load_tile<4>(tile, data, k, nthreads, tp.base, u, lo, NttScale{sc_lo, sc_hi, sc_bits, sc_on}, log_n);
+    ntt_load_tile<4, SCALED>(tile, data, k, nthreads, tp.base, u, lo, sc, log_n);
     __syncthreads();
     const u32 l = k & ((1u << u) - 1);
     tile_stages(tile, tw, k >> u, l, u, s, lo, (tp.low_chunk << u) | l, log_n, dit);
     ntt_store_tile<4>(tile, data, k, nthreads, tp.base, u, lo);
+}
+
+#define NTT_PASS_ARGS Fr *__restrict__ data, const Fr *__restrict__ tw, u32 log_n, u32 lo, u32 s, u32 u, u32 dit, u64 stride
+#define NTT_SCALE_ARGS const Fr *__restrict__ sc_lo, const Fr *__restrict__ sc_hi, u32 sc_bits
+extern "C" __global__ void ntt_pass(NTT_PASS_ARGS) { ntt_pass_r2<false>(data, tw, log_n, lo, s, u, dit, stride, NttScale{}); }
+extern "C" __global__ void ntt_pass_scaled(NTT_PASS_ARGS, NTT_SCALE_ARGS) {
+    ntt_pass_r2<true>(data, tw, log_n, lo, s, u, dit, stride, NttScale{sc_lo, sc_hi, sc_bits});
+}
+extern "C" __global__ void NTT_R4_BOUNDS ntt_pass_r4(NTT_PASS_ARGS) { ntt_pass_4<false>(data, tw, log_n, lo, s, u, dit, stride, NttScale{}); }
+extern "C" __global__ void NTT_R4_BOUNDS ntt_pass_r4_scaled(NTT_PASS_ARGS, NTT_SCALE_ARGS) {
+    ntt_pass_4<true>(data, tw, log_n, lo, s, u, dit, stride, NttScale{sc_lo, sc_hi, sc_bits});
 }
 
 extern "C" __global__ void fr_bit_reverse(Fr* __restrict__ data, u32 log_n, u64 stride) {
