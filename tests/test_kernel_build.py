@@ -32,6 +32,7 @@ MODULES = build.MODULES + cuzk.bench.kernels.MODULES
 CAP_BUILD = ("ntt", (("CUZK_NTT_MINB", "0"),))  # the register-cap knob: a compile-time user switch
 # the fenced carry-chain multiplies (mont.cuh's CUZK_MUL_CHAIN 1 and 2): they must keep compiling until measured
 CHAIN_BUILDS = [(m, (("CUZK_MUL_CHAIN", form),)) for m in ("fr_ops", "ntt") for form in ("1", "2")]
+CHAIN_BUILDS += [("ntt", (("CUZK_MUL_CHAIN", "2"), ("CUZK_PTXAS_O", "1")))]  # ptxas at -O1 (build.options)
 WORKERS = 2
 NICE = 10  # below the tests that run meanwhile (a nice-10 process gets ~1/10 of a core against one at 0)
 
@@ -132,11 +133,20 @@ def test_register_cap_build_compiles_and_is_cached_apart(builds, in_cache):
 
 @pytest.mark.parametrize("curve", CURVES)
 @pytest.mark.parametrize(
-    "module,defines", CHAIN_BUILDS, ids=lambda v: v if isinstance(v, str) else "chain" + dict(v)["CUZK_MUL_CHAIN"]
+    "module,defines",
+    CHAIN_BUILDS,
+    ids=lambda v: v if isinstance(v, str) else "-".join(f"{k[5:].lower()}{x}" for k, x in v),
 )
 def test_carry_chain_multiply_builds(module, defines, curve, builds, in_cache):
     _assert_built(builds[module, defines, curve], module, defines, curve)
     assert build.cubin_path(module, TARGET, defines, curve) != build.cubin_path(module, TARGET, (), curve)
+
+
+def test_ptxas_level_is_a_build_option_only_when_asked():
+    assert not any("ptxas" in o for o in build.options("90"))
+    assert build.options("90", (("CUZK_PTXAS_O", "1"),))[-1] == "--ptxas-options=-O1"
+    d = (("CUZK_PTXAS_O", "1"),)
+    assert build.cache_key("ntt", TARGET, d) != build.cache_key("ntt", TARGET)
 
 
 def test_each_curve_builds_apart():

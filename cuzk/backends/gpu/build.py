@@ -92,8 +92,14 @@ def full_source(module: str, defines: Defines = (), curve: str | Curve | None = 
     return preamble(curve) + defs + expand(module_path(module))
 
 
-def options(arch: str) -> tuple[str, ...]:
-    return (f"--gpu-architecture=sm_{arch}", "--std=c++17", "-default-device", "-DNDEBUG", "--extra-device-vectorization")
+def options(arch: str, defines: Defines = ()) -> tuple[str, ...]:
+    """NVRTC options of a build. The build define CUZK_PTXAS_O=L (also a #define, so the cache key
+    differs) sets ptxas's optimization level for that module: at its default (3) ptxas overlaps the
+    carry-chain multiply's rows beyond its seven carry predicates and spills them (BLS12-381 Fq multiply
+    896 SASS instructions, 59 P2R); at 1 it does not (440, none): a per-module choice to measure."""
+    opts = (f"--gpu-architecture=sm_{arch}", "--std=c++17", "-default-device", "-DNDEBUG", "--extra-device-vectorization")
+    level = dict(defines).get("CUZK_PTXAS_O")
+    return opts + ((f"--ptxas-options=-O{int(level)}",) if level is not None else ())
 
 
 @dataclass
@@ -125,7 +131,7 @@ def nvrtc_version() -> str:
 
 def cache_key(module: str, target: DeviceTarget, defines: Defines = (), curve: str | Curve | None = None) -> str:
     h = hashlib.sha256()
-    for part in (full_source(module, defines, curve), "\0".join(options(target.arch)), target.arch, nvrtc_version()):
+    for part in (full_source(module, defines, curve), "\0".join(options(target.arch, defines)), target.arch, nvrtc_version()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -140,7 +146,7 @@ def compile_to_cache(module: str, target: DeviceTarget, defines: Defines = (), c
     """Compile one module build into the cache (needs only NVRTC through cuda-python, no GPU)."""
     path = cubin_path(module, target, defines, curve)
     if not path.exists():
-        data = _compile_cubin(module, full_source(module, defines, curve), options(target.arch))
+        data = _compile_cubin(module, full_source(module, defines, curve), options(target.arch, defines))
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_bytes(data)
@@ -270,7 +276,7 @@ def load_module(module: str, defines: Defines = (), curve: str | Curve | None = 
             path = compile_to_cache(module, target, defines, c)
         except ImportError:
             # no cuda-python: let CuPy compile (and cache) it its own way
-            mod = cupy.RawModule(code=full_source(module, defines, c), options=options(target.arch)[1:], backend="nvrtc")
+            mod = cupy.RawModule(code=full_source(module, defines, c), options=options(target.arch, defines)[1:], backend="nvrtc")
         else:
             mod = cupy.RawModule(path=str(path))
         _modules[key] = mod

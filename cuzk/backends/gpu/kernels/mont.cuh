@@ -174,7 +174,9 @@ __device__ __forceinline__ Elem<T> dbl(const Elem<T>& a) {
 // = o[k + 2], new o[k] = e[k]) plus one add whose carry out of the cleared low word starts the next
 // row's first chain. Modelled instruction by instruction in tests/test_mul_chain_model.py against
 // Python integers; not measured on a GPU yet (NOTES.md). The asm statements are volatile: the carry
-// flag links them, which the compiler cannot see.
+// flag links them, which the compiler cannot see. At ptxas's default -O3 both forms keep ~60 predicate
+// spills per multiply (ptxas overlaps rows beyond its seven carry predicates); CUZK_PTXAS_O=1 (a build
+// option, build.py) removes them: BLS12-381 Fq, form 2, 812 -> 413 SASS instructions in the MSM.
 #ifndef CUZK_MUL_CHAIN
 #define CUZK_MUL_CHAIN 0
 #endif
@@ -418,8 +420,17 @@ __device__ __forceinline__ Elem<T> redc_wide(u32* t) {
 // diagonal, then N rows of reduction: N(N+3)/2 + N^2 partial products instead of the multiply's 2 N^2
 // (BLS12-381 Fq: 234 instead of 288). Same result as mul(a, a), fully reduced. Needs a < p < 2^(32N - 1)
 // (true of every field here), so that the doubled cross sum cannot overflow 2N limbs.
+// CUZK_SQR_MUL (an experiment, 0 by default; a module's #define): the square as mul(a, a). With the
+// carry-chain multiply at ptxas -O1 (CUZK_MUL_CHAIN=2, CUZK_PTXAS_O=1) the BLS12-381 Fq multiply is 413
+// SASS instructions in the MSM against this SOS square's ~940 (NOTES.md, 2026-12-06 fourth session).
+#ifndef CUZK_SQR_MUL
+#define CUZK_SQR_MUL 0
+#endif
 template <class T>
 __device__ __forceinline__ Elem<T> sqr(const Elem<T>& a) {
+#if CUZK_SQR_MUL
+    return mul<T>(a, a);
+#else
     constexpr int N = T::N;
     u32 t[2 * N];
 #pragma unroll
@@ -448,6 +459,7 @@ __device__ __forceinline__ Elem<T> sqr(const Elem<T>& a) {
         c = (u32)(s2 >> 32);
     }
     return redc_wide<T>(t);
+#endif
 }
 
 template <class T>
