@@ -95,8 +95,9 @@ def full_source(module: str, defines: Defines = (), curve: str | Curve | None = 
 def options(arch: str, defines: Defines = ()) -> tuple[str, ...]:
     """NVRTC options of a build. The build define CUZK_PTXAS_O=L (also a #define, so the cache key
     differs) sets ptxas's optimization level for that module: at its default (3) ptxas overlaps the
-    carry-chain multiply's rows beyond its seven carry predicates and spills them (BLS12-381 Fq multiply
-    896 SASS instructions, 59 P2R); at 1 it does not (440, none): a per-module choice to measure."""
+    carry-chain multiply's rows beyond its seven carry predicates and spills them (a one-multiply kernel,
+    BLS12-381 Fq: 896 SASS instructions, 59 P2R); at 1 it does not (440, none): a per-module choice to
+    measure (NOTES.md)."""
     opts = (f"--gpu-architecture=sm_{arch}", "--std=c++17", "-default-device", "-DNDEBUG", "--extra-device-vectorization")
     level = dict(defines).get("CUZK_PTXAS_O")
     return opts + ((f"--ptxas-options=-O{int(level)}",) if level is not None else ())

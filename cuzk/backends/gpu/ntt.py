@@ -234,7 +234,12 @@ class GpuDomain:
         self._check(a)
         if self.log_n:
             self._passes(a, dit=False, inverse=True)
-        self.bit_reverse(a, pow(shift, -1, self.fr.p), self.size_inv * scale)
+        g, s = pow(shift, -1, self.fr.p), self.size_inv * scale
+        if fused():
+            self.bit_reverse(a, g, s)
+        else:  # the sequence measured before ntt_fused
+            self.scale_powers(a, g, s, reversed_order=True)
+            self.bit_reverse(a)
         return a
 
     def evals_to_coset(self, a: cupy.ndarray, shift: int) -> cupy.ndarray:
