@@ -2,8 +2,8 @@
 # One device session: install the carried wheels, build the kernels, run the GPU tests, benchmark.
 # Usage (through the device tool, carry [".whl", ".cache/cuda"]):
 #   bash cuzk/bench/device_run.sh MODES [extra args for cuzk.bench.gpu_kernels or cuzk.bench.gpu_prove]
-# MODES: a comma-separated list of tests, vectors, bench, prove, curves, curves_short, synth, porep, batch, tune, or "all"
-#   (= tests,bench)
+# MODES: a comma-separated list of tests, vectors, bench, prove, curves, curves_short, synth, porep, batch, tune, mulchain,
+#   or "all" (= tests,bench)
 #   porep: a PoRep partition from its vanilla proof, in process, GPU key in memory (issue 18's device row:
 #   8 MiB sector, POREP_CHALLENGES challenges, default 68 = ~130M constraints; needs an H200's memory)
 #   synth: the synthesis benchmarks of Python circuits on the host's cores (BENCHMARKS 6; no GPU)
@@ -103,6 +103,20 @@ if has batch; then
   # issue 20 item 4: several proofs of one circuit in one GPU pass, throughput per batch size (in process)
   timeout "${BATCH_TIMEOUT:-300}" python3 -m cuzk.bench.main batch --dev "${BATCH_DEV:-porep:24}" --sizes ${BATCH_SIZES:-1 2 3} \
     --reps "${BATCH_REPS:-4}" --json "$OUT/batch.json" 2>&1 | tee "$OUT/batch.txt" | tail -12
+fi
+if has mulchain; then
+  # issue 20: the carry-chain multiply forms side by side (NOTES.md, 2026-12-06 fourth session: form 2, ptxas
+  # -O1, the square as the multiply), each checked against the CPU first; the NTT rows carry gpu.ntt_fused's
+  # row; then the GPU tests with the fullest candidate in every module that does field arithmetic (TESTS_K).
+  # Precompile first: scripts/precompile_kernels.py --curve bls12_381 bn254 --modules msm probe ntt fr_ops
+  #   --variant CUZK_MUL_CHAIN=2 --variant CUZK_MUL_CHAIN=2,CUZK_PTXAS_O=1 --variant CUZK_MUL_CHAIN=2,CUZK_PTXAS_O=1,CUZK_SQR_MUL=1
+  timeout "${MULCHAIN_TIMEOUT:-240}" python3 -m cuzk.bench.gpu_kernels --variants "base:" "c2:CUZK_MUL_CHAIN=2" \
+    "c2o1:CUZK_MUL_CHAIN=2,CUZK_PTXAS_O=1" "c2o1s:CUZK_MUL_CHAIN=2,CUZK_PTXAS_O=1,CUZK_SQR_MUL=1" --variant-log 24 \
+    --g1 1 0 --g1-bits 1 0 --g2 1 0 --ntt 20 26 --ntt-variant CUZK_MUL_CHAIN=2,CUZK_PTXAS_O=1 --cpu --upload --reps 5 \
+    --json "$OUT/mulchain.json" 2>&1 | tee "$OUT/mulchain.txt" | grep -E "^variant|^using|NTT|iNTT|same"
+  D=CUZK_MUL_CHAIN=2,CUZK_PTXAS_O=1,CUZK_SQR_MUL=1
+  CUZK_KERNEL_DEFINES_NTT=$D CUZK_KERNEL_DEFINES_FR_OPS=$D CUZK_KERNEL_DEFINES_MSM=$D timeout 400 python3 -m pytest -q -m gpu \
+    tests/test_gpu.py -k "${TESTS_K:-ntt or msm or prover}" -p no:cacheprovider --timeout=300 2>&1 | tee "$OUT/tests_mulchain.txt" | tail -8
 fi
 if has tune; then
   # issue 22's device tune: "$@" are `cuzk tune` arguments (e.g. --dev porep:24 --runs 5 --switch ...); dev keys
