@@ -202,6 +202,8 @@ OTHER_VARIABLES: dict[str, str] = {
     "CUZK_GPU_POISON": "tests (gpu.poison): fills scratch outputs with 0xFF so unwritten values show",
     "CUZK_KERNEL_DEFINES": "free-form #defines for experiments (gpu.kernel_defines), not one optimization",
     "CUZK_KERNEL_DEFINES_": "per-module form of CUZK_KERNEL_DEFINES (CUZK_KERNEL_DEFINES_<MODULE>, gpu.module_defines)",
+    "CUZK_PTXAS_O": "not an environment variable: a build #define (given through gpu.module_defines) that build.py "
+    "also turns into ptxas's optimization level for that module",
     "CUZK_CACHE_DIR": "where compiled kernels, recordings and wasm are cached",
     "CUZK_CPU_THREADS": "a resource (cpu.threads): the CPU MSM pool's size, not an on/off choice",
     "CUZK_COMMP_BACKEND": "a fallback (hashlib) for machines where the commitment kernels cannot build; tests",
