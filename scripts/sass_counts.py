@@ -15,7 +15,6 @@ listing (straight-line code: a loop body counts once), not of instructions execu
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -23,10 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import check_sass  # scripts/ is on the path: this script's own folder
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("check_sass", ROOT / "scripts" / "check_sass.py")
-check_sass = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
-_spec.loader.exec_module(check_sass)  # type: ignore[union-attr]
 
 
 def counts(sass: str) -> dict[str, dict[str, tuple[int, int]]]:

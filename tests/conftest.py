@@ -9,6 +9,8 @@ the PoRep and split-witness tests because its recordings take tens of seconds ea
 
 from __future__ import annotations
 
+import importlib
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,16 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ROOT = FIXTURES.parents[1]
 SNARKJS = ROOT / "node_modules" / ".bin" / "snarkjs"
 CIRCOM = ROOT / "node_modules" / ".bin" / "circom2"
+
+
+def load_script(name: str):
+    """A module of scripts/ (not a package) imported by name, scripts/ on the path as when it runs, so
+    that scripts importing each other (sass_counts imports check_sass) load the same way."""
+    folder = str(ROOT / "scripts")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
+
 
 CURVES = curves.all_curves()
 BLS = curves.get("bls12_381")

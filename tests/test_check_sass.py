@@ -3,12 +3,9 @@ with nvdisasm): the uniform-register hazard is found, and the kernel prologue th
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from conftest import load_script
 
-_spec = importlib.util.spec_from_file_location("check_sass", Path(__file__).resolve().parents[1] / "scripts" / "check_sass.py")
-check_sass = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(check_sass)
+check_sass = load_script("check_sass")
 
 KERNEL = """
 .text.k:

@@ -3,12 +3,9 @@ with nvdisasm): instructions per kernel body and per out-of-line function, predi
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from conftest import load_script
 
-_spec = importlib.util.spec_from_file_location("sass_counts", Path(__file__).resolve().parents[1] / "scripts" / "sass_counts.py")
-sass_counts = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sass_counts)
+sass_counts = load_script("sass_counts")
 
 LISTING = """
 .text.k:
